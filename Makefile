@@ -1,0 +1,42 @@
+# The two entry points of the README: `make run` (main job on the default model) and
+# `make test` (install, configure, build, run every test). Everything else is a helper.
+BUILD ?= build
+SAN_BUILD ?= build-sanitize
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: deps configure build test test-sanitize fuzz clean
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# Every test of the normal build, then the sanitizer build's suite.
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory test-sanitize
+
+# AddressSanitizer + UndefinedBehaviorSanitizer over the CPU test suite (no CUDA, no apps).
+test-sanitize: deps
+	@cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCERA_SANITIZE=ON \
+	  -DCERA_CUDA=OFF >/dev/null
+	@cmake --build $(SAN_BUILD) -j $(JOBS)
+	@cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer targets (clang), run briefly over the committed corpus.
+fuzz: deps
+	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCERA_FUZZ=ON -DCERA_CUDA=OFF \
+	  -DCERA_BUILD_TESTS=OFF -DCERA_BUILD_APPS=OFF \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	./build-fuzz/fuzz/fuzz_gguf -max_total_time=60 fuzz/corpus/gguf
+	./build-fuzz/fuzz/fuzz_tokenizer -max_total_time=60 fuzz/corpus/tokenizer
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD) build-fuzz

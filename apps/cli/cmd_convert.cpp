@@ -1,0 +1,4 @@
+#include "commands.h"
+namespace cera::cli {
+void register_convert(CLI::App&) {}
+}  // namespace cera::cli

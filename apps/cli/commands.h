@@ -1,0 +1,14 @@
+// Every `cera` subcommand registers itself on the root CLI11 app through one function here;
+// main.cpp only builds the root and dispatches. One file per command: cmd_<name>.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace cera::cli {
+
+void register_inspect(CLI::App& app);     // cmd_inspect.cpp
+void register_tokenize(CLI::App& app);    // cmd_tokenize.cpp
+void register_convert(CLI::App& app);     // cmd_convert.cpp
+void register_quant_error(CLI::App& app); // cmd_quant_error.cpp
+
+}  // namespace cera::cli
