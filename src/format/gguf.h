@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -11,7 +14,6 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -40,10 +42,28 @@ enum class GgufType : uint32_t {
 std::string_view gguf_type_name(GgufType type);
 
 struct GgufValue;
+
+// An array value. Numbers and bools are kept packed (little-endian, as in the file) so a large
+// numeric array costs its own size, not a variant per element; strings and nested arrays are
+// GgufValues.
 struct GgufArray {
   GgufType element_type = GgufType::kUint8;
-  std::vector<GgufValue> items;  // nested arrays are GgufValues holding GgufArray
+  std::vector<GgufValue> values;  // element_type kString or kArray
+  std::vector<uint8_t> packed;    // every other element_type: size() * element size bytes
+
+  uint64_t size() const;
+  GgufValue at(uint64_t i) const;  // precondition: i < size()
+
+  static GgufArray of_strings(std::vector<std::string> strings);
+  template <class T>
+  static GgufArray of(std::span<const T> numbers);
 };
+
+// Bytes of one element of a numeric or bool type; 0 for strings and arrays.
+uint32_t gguf_scalar_size(GgufType type);
+// Maps a C++ scalar type to its GGUF type id.
+template <class T>
+constexpr GgufType gguf_type_of();
 
 // One metadata value. Strings are std::string (owned) so files built in memory and read files
 // share one representation; token lists of 262k entries cost a few MB, read once at load.
@@ -121,12 +141,41 @@ class GgufFile {
   uint64_t data_offset_ = 0;
   std::vector<GgufKv> kvs_;
   std::vector<GgufTensorInfo> tensors_;
-  std::unordered_map<std::string_view, size_t> kv_index_;
-  std::unordered_map<std::string_view, size_t> tensor_index_;
+  std::map<std::string, size_t, std::less<>> kv_index_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;
 };
 
-// Conversions used by the typed accessors; exposed for the writer and tests.
+// Conversion used by the typed accessors: `what` names the value in the error ("key 'x'").
 template <class T>
 Result<T> gguf_value_as(const GgufValue& value, std::string_view what);
+
+template <class T>
+constexpr GgufType gguf_type_of() {
+  if constexpr (std::is_same_v<T, uint8_t>) return GgufType::kUint8;
+  else if constexpr (std::is_same_v<T, int8_t>) return GgufType::kInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return GgufType::kUint16;
+  else if constexpr (std::is_same_v<T, int16_t>) return GgufType::kInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return GgufType::kUint32;
+  else if constexpr (std::is_same_v<T, int32_t>) return GgufType::kInt32;
+  else if constexpr (std::is_same_v<T, float>) return GgufType::kFloat32;
+  else if constexpr (std::is_same_v<T, bool>) return GgufType::kBool;
+  else if constexpr (std::is_same_v<T, uint64_t>) return GgufType::kUint64;
+  else if constexpr (std::is_same_v<T, int64_t>) return GgufType::kInt64;
+  else if constexpr (std::is_same_v<T, double>) return GgufType::kFloat64;
+  else static_assert(sizeof(T) == 0, "not a GGUF scalar type");
+}
+
+template <class T>
+GgufArray GgufArray::of(std::span<const T> numbers) {
+  GgufArray a;
+  a.element_type = gguf_type_of<T>();
+  if constexpr (std::is_same_v<T, bool>) {
+    for (bool b : numbers) a.packed.push_back(b ? 1 : 0);
+  } else {
+    a.packed.resize(numbers.size_bytes());
+    if (!numbers.empty()) std::memcpy(a.packed.data(), numbers.data(), numbers.size_bytes());
+  }
+  return a;
+}
 
 }  // namespace cera::format

@@ -1,0 +1,169 @@
+// Serialisation mirrors gguf_reader.cpp field by field; the round-trip test holds them together.
+#include "format/gguf_writer.h"
+
+#include <cstdio>
+#include <fstream>
+
+namespace cera::format {
+namespace {
+
+class ByteSink {
+ public:
+  template <class T>
+  void put(T v) {
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    out.insert(out.end(), p, p + sizeof(T));
+  }
+  void put_string(const std::string& s) {
+    put<uint64_t>(s.size());
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());
+    out.insert(out.end(), p, p + s.size());
+  }
+  void put_value(const GgufValue& value) {
+    std::visit(
+        [this](const auto& x) {
+          using X = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<X, std::string>) {
+            put_string(x);
+          } else if constexpr (std::is_same_v<X, GgufArray>) {
+            put<uint32_t>(static_cast<uint32_t>(x.element_type));
+            put<uint64_t>(x.size());
+            if (gguf_scalar_size(x.element_type) != 0) {
+              const auto* p = reinterpret_cast<const std::byte*>(x.packed.data());
+              out.insert(out.end(), p, p + x.packed.size());
+            } else {
+              for (const GgufValue& item : x.values) put_value(item);
+            }
+          } else if constexpr (std::is_same_v<X, bool>) {
+            put<uint8_t>(x ? 1 : 0);
+          } else {
+            put<X>(x);
+          }
+        },
+        value.v);
+  }
+  std::vector<std::byte> out;
+};
+
+uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+}  // namespace
+
+GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
+  if (alignment_ != 32) set_u32("general.alignment", alignment_);
+}
+
+void GgufWriter::set(const std::string& key, GgufValue value) {
+  for (GgufKv& kv : kvs_) {
+    if (kv.key == key) {
+      kv.value = std::move(value);
+      return;
+    }
+  }
+  kvs_.push_back({key, std::move(value)});
+}
+
+Status GgufWriter::add(Tensor tensor) {
+  const GgufTensorSpec& spec = tensor.spec;
+  for (const Tensor& t : tensors_) {
+    if (t.spec.name == spec.name) return invalid_argument("duplicate tensor '" + spec.name + "'");
+  }
+  if (spec.shape.empty() || spec.shape.size() > kGgufMaxDims) {
+    return invalid_argument("tensor '" + spec.name + "': needs 1..4 dimensions");
+  }
+  uint64_t n = 1;
+  for (uint64_t d : spec.shape) n *= d;
+  const auto row = dtype_row_bytes(spec.dtype, spec.shape[0]);
+  if (!row) {
+    return invalid_argument("tensor '" + spec.name + "': row of " + std::to_string(spec.shape[0]) +
+                            " is not a multiple of the " + std::string(dtype_name(spec.dtype)) +
+                            " block size");
+  }
+  const uint64_t bytes = *row * (n / spec.shape[0]);
+  const uint64_t have = tensor.owned.empty() ? tensor.view.size() : tensor.owned.size();
+  if (have != bytes) {
+    return invalid_argument("tensor '" + spec.name + "': data is " + std::to_string(have) +
+                            " bytes, expected " + std::to_string(bytes));
+  }
+  tensor.offset = align_up(data_size_, alignment_);
+  data_size_ = tensor.offset + bytes;
+  tensors_.push_back(std::move(tensor));
+  return {};
+}
+
+Status GgufWriter::add_tensor(GgufTensorSpec spec, std::vector<std::byte> data) {
+  Tensor t{std::move(spec), std::move(data), {}, 0};
+  t.view = t.owned;
+  return add(std::move(t));
+}
+
+Status GgufWriter::add_tensor_view(GgufTensorSpec spec, std::span<const std::byte> data) {
+  return add(Tensor{std::move(spec), {}, data, 0});
+}
+
+std::vector<std::byte> GgufWriter::header_bytes() const {
+  ByteSink sink;
+  sink.put<uint32_t>(0x46554747);  // "GGUF"
+  sink.put<uint32_t>(3);
+  sink.put<uint64_t>(tensors_.size());
+  sink.put<uint64_t>(kvs_.size());
+  for (const GgufKv& kv : kvs_) {
+    sink.put_string(kv.key);
+    sink.put<uint32_t>(static_cast<uint32_t>(kv.value.type()));
+    sink.put_value(kv.value);
+  }
+  for (const Tensor& t : tensors_) {
+    sink.put_string(t.spec.name);
+    sink.put<uint32_t>(static_cast<uint32_t>(t.spec.shape.size()));
+    for (uint64_t d : t.spec.shape) sink.put<uint64_t>(d);
+    sink.put<uint32_t>(static_cast<uint32_t>(t.spec.dtype));
+    sink.put<uint64_t>(t.offset);
+  }
+  sink.out.resize(align_up(sink.out.size(), alignment_));
+  return std::move(sink.out);
+}
+
+std::vector<std::byte> GgufWriter::to_bytes() const {
+  std::vector<std::byte> out = header_bytes();
+  const uint64_t base = out.size();
+  out.resize(base + data_size_);
+  for (const Tensor& t : tensors_) {
+    std::copy(t.view.begin(), t.view.end(), out.begin() + static_cast<ptrdiff_t>(base + t.offset));
+  }
+  return out;
+}
+
+Status GgufWriter::write(const std::filesystem::path& path, const WriteProgress& progress) const {
+  const std::filesystem::path tmp = path.string() + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return io_error("cannot create '" + tmp.string() + "'");
+    const std::vector<std::byte> header = header_bytes();
+    out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
+    uint64_t pos = 0;
+    const std::vector<char> zeros(alignment_, 0);
+    for (const Tensor& t : tensors_) {
+      out.write(zeros.data(), static_cast<std::streamsize>(t.offset - pos));
+      // Large tensors go out in chunks so progress moves and the OS can flush as we go.
+      constexpr uint64_t kChunk = 64ull << 20;
+      for (uint64_t done = 0; done < t.view.size(); done += kChunk) {
+        const uint64_t n = std::min<uint64_t>(kChunk, t.view.size() - done);
+        out.write(reinterpret_cast<const char*>(t.view.data() + done), static_cast<std::streamsize>(n));
+        if (progress) progress(t.offset + done + n, data_size_);
+      }
+      pos = t.offset + t.view.size();
+    }
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return io_error("writing '" + tmp.string() + "' failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return io_error("cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
+  return {};
+}
+
+}  // namespace cera::format
