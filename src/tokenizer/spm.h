@@ -1,0 +1,29 @@
+// SentencePiece-style encoding ("llama" vocabularies): spaces become U+2581, adjacent symbols
+// are merged best-score-first while the merged text is a token, and what stays unknown falls
+// back to <0xXX> byte tokens. Stateless after construction; safe to share between threads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/vocab.h"
+
+namespace cera::tokenizer {
+
+class SpmEncoder {
+ public:
+  explicit SpmEncoder(const Vocab& vocab);
+
+  // Appends the ids of `text` (raw, not yet escaped) to `out`; with `space_prefix` one space is
+  // put in front first, as SentencePiece's add_dummy_prefix does.
+  void encode(const Vocab& vocab, std::string_view text, bool space_prefix,
+              std::vector<int32_t>& out) const;
+
+ private:
+  // The token for each raw byte: <0xXX>, else the one-byte text, else unk, else kNoToken.
+  std::array<int32_t, 256> byte_token_{};
+};
+
+}  // namespace cera::tokenizer
