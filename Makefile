@@ -35,7 +35,7 @@ fuzz: deps
 	  -DCERA_BUILD_TESTS=OFF -DCERA_BUILD_APPS=OFF \
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
-	./build-fuzz/fuzz/fuzz_gguf -max_total_time=60 fuzz/corpus/gguf
+	mkdir -p build-fuzz/corpus-gguf && ./build-fuzz/fuzz/fuzz_gguf -max_total_time=60 build-fuzz/corpus-gguf tests/fixtures/gguf/corrupt tests/fixtures/gguf
 	./build-fuzz/fuzz/fuzz_tokenizer -max_total_time=60 fuzz/corpus/tokenizer
 
 clean:

@@ -2,9 +2,9 @@
 
 namespace cera {
 
-void check_failed(const char* condition, const std::string& detail, std::source_location where) {
-  std::string message = std::string("check failed: ") + condition + " at " + where.file_name() +
-                        ":" + std::to_string(where.line());
+void check_failed(const char* condition, const std::string& detail, const char* file, int line) {
+  std::string message = std::string("check failed: ") + condition + " at " + file + ":" +
+                        std::to_string(line);
   if (!detail.empty()) message += ": " + detail;
   throw CheckFailure(message);
 }

@@ -269,13 +269,13 @@ Status GgufParser::parse(GgufFile& file) {
   CERA_RETURN_IF_ERROR(read(n_tensors, "the tensor count"));
   CERA_RETURN_IF_ERROR(read(n_kv, "the metadata count"));
   // Minimum sizes: a kv is an 8-byte key length + 4-byte type + >= 1 byte value; a tensor info
-  // is 8 (name length) + 4 (dims) + 8 (one dim) + 4 (type) + 8 (offset).
+  // is at least 8 (name length) + 4 (dims) + 4 (type) + 8 (offset).
   if (n_kv > remaining() / 13) {
     return corrupt("metadata count " + std::to_string(n_kv) + " cannot fit in the " +
                    std::to_string(remaining()) + " bytes left");
   }
   CERA_RETURN_IF_ERROR(read_kvs(file, n_kv));
-  if (n_tensors > remaining() / 32) {
+  if (n_tensors > remaining() / 24) {
     return corrupt("tensor count " + std::to_string(n_tensors) + " cannot fit in the " +
                    std::to_string(remaining()) + " bytes left");
   }

@@ -86,7 +86,8 @@ Status GgufWriter::add(Tensor tensor) {
                             " bytes, expected " + std::to_string(bytes));
   }
   tensor.offset = align_up(data_size_, alignment_);
-  data_size_ = tensor.offset + bytes;
+  // Like the gguf package, every tensor's data (the last one too) is padded to the alignment.
+  data_size_ = align_up(tensor.offset + bytes, alignment_);
   tensors_.push_back(std::move(tensor));
   return {};
 }
@@ -153,6 +154,7 @@ Status GgufWriter::write(const std::filesystem::path& path, const WriteProgress&
       }
       pos = t.offset + t.view.size();
     }
+    out.write(zeros.data(), static_cast<std::streamsize>(data_size_ - pos));
     out.flush();
     if (!out) {
       std::error_code ec;
