@@ -8,8 +8,10 @@
 //  - block pointers are aligned to 2 bytes (4 for Q8_K), which every GGUF row satisfies; plain
 //    float buffers to alignof(float); buffers do not overlap;
 //  - functions are pure and thread-safe; nothing is allocated.
-// Bit-exactness assumes the compiler does not fuse a*b+c into FMA (x86-64 baseline never does;
-// build with -ffp-contract=off where FMA is baseline, e.g. aarch64).
+// Dequantization cannot be perturbed by FMA contraction: every product it forms (fp16 scale x
+// small integers) is exact in float. The legacy quantizers' x*id + 0.5 can be, so their byte
+// equality with gguf assumes no contraction (true on x86-64 baseline; elsewhere build this
+// library with -ffp-contract=off).
 #pragma once
 
 #include <cstdint>

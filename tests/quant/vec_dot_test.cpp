@@ -96,9 +96,9 @@ TEST_P(VecDot, MatchesDequantizeThenDot) {
       }
       const float got = vec_dot(type, w.data(), a.data(), n);
       // Float rounding: a few roundings per block term (relative to terms that may cancel
-      // inside a weight, hence the factor 16) plus one per accumulation step.
+      // inside a weight, hence the factor 4) plus one per accumulation step.
       const double n_blocks = static_cast<double>(n / dtype_block_size(type));
-      const double rounding = 16.0 * (n_blocks + 8.0) * 0x1p-24 * magnitude;
+      const double rounding = 4.0 * (n_blocks + 8.0) * 0x1p-24 * magnitude;
       EXPECT_NEAR(got, exact_q, rounding) << dtype_name(type) << " n=" << n << " seed=" << seed;
       EXPECT_NEAR(got, exact_x, rounding + act_error)
           << dtype_name(type) << " n=" << n << " seed=" << seed;
