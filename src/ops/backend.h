@@ -1,0 +1,131 @@
+// The Backend interface: the ~20 verbs model code calls, eagerly, on preallocated buffers.
+// Each verb validates its views once and picks the kernel from the weight's DType; model code
+// never branches on quantization or device. Activations are float32 unless stated.
+//
+// Shapes use GGUF order (ne[0] contiguous). Glossary: n_embd, n_head, n_head_kv, head_dim,
+// n_ff, n_vocab, n_tokens (rows of a batch), n_out/n_in (a Linear's output/input width).
+// Threading: a Backend is used by one thread at a time (the runtime's); verbs may be parallel
+// inside. Verbs are asynchronous on devices with streams: results are visible to later verbs
+// and to download() after synchronize().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace cera::ops {
+
+// An owned allocation on the backend's device, released with the Buffer.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual std::byte* data() = 0;
+  virtual uint64_t size() const = 0;
+  // A view of the first n_elements of this buffer with the given shape (checked to fit).
+  TensorView view(DType dtype, std::array<int64_t, 4> ne, Device device) {
+    TensorView v = make_view(data(), dtype, ne, device);
+    CERA_CHECK(static_cast<uint64_t>(v.row_bytes() * v.rows()) <= size());
+    return v;
+  }
+};
+
+enum class RopeKind : uint8_t {
+  kNorm,  // rotate adjacent pairs (2i, 2i+1): llama, granite (GGUF permutes Q/K rows for it)
+  kNeox,  // rotate (i, i + n_rot/2): qwen2, qwen3, gemma3, lfm2
+};
+
+struct RopeParams {
+  RopeKind kind = RopeKind::kNorm;
+  int32_t n_rot = 0;           // rotated dimensions per head (<= head_dim, even)
+  float freq_base = 10000.0f;  // theta_i = pos * freq_scale * base^(-2i/n_rot) / factor_i
+  float freq_scale = 1.0f;     // linear scaling: 1 / scaling factor
+  const float* freq_factors = nullptr;  // [n_rot/2] per-dimension divisors (Llama 3 rope_freqs), host memory
+};
+
+enum class Activation : uint8_t { kSilu, kGeluTanh };
+
+// One layer's paged K/V storage. A slot is one token's K (or V) row; slot s of block b is row
+// b * block_size + s. The runtime owns the allocation and the block tables.
+struct KvLayer {
+  TensorView k;  // [n_head_kv * head_dim, n_slots]
+  TensorView v;  // [n_head_kv * head_dim, n_slots]
+  int32_t block_size = 16;
+};
+
+// Which cache entries each query token sees. Sequence j's logical entry i lives in slot
+// block_table[j][i / block_size] * block_size + i % block_size.
+struct AttentionBatch {
+  std::span<const int32_t> positions;  // [n_tokens] logical index of each query token in its sequence
+  std::span<const int32_t> token_seq;  // [n_tokens] which sequence each query token belongs to
+  std::span<const int32_t> block_tables;  // all sequences' tables, concatenated
+  std::span<const int32_t> table_offset;  // [n_seqs + 1] start of sequence j's table in block_tables
+};
+
+struct AttentionParams {
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;  // n_head % n_head_kv == 0 (grouped-query attention)
+  int32_t head_dim = 0;
+  float scale = 0.0f;           // multiplies q·k before softmax
+  float softcap = 0.0f;         // 0: none; else logits = softcap * tanh(logits / softcap)
+  int32_t sliding_window = 0;   // 0: none; else token at position p sees entries (p - window, p]
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;  // "cpu (avx512-vnni, 16 threads)"
+
+  // --- memory ---------------------------------------------------------------------------
+  virtual Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes) = 0;
+  // A weight usable by the verbs below. `host` points at file bytes (e.g. the GGUF map) that
+  // outlive the backend; CPU may return it unchanged (zero copy), devices copy it. `keep` holds
+  // any allocation made.
+  virtual Result<TensorView> import_weight(const TensorView& host, std::unique_ptr<Buffer>& keep) = 0;
+  virtual void upload(const TensorView& dst, const void* src) = 0;    // src: dst.n_elements() packed
+  virtual void download(void* dst, const TensorView& src) = 0;        // waits for prior work
+  virtual void synchronize() = 0;
+  // Is there a matmul kernel for this weight type?
+  virtual bool supports_weight(DType dtype) const = 0;
+
+  // --- verbs ----------------------------------------------------------------------------
+  // out[n_embd, n_tokens] = table[n_embd, n_vocab] rows `tokens`, times `scale`. Any weight type.
+  virtual void embed(const TensorView& out, const TensorView& table, std::span<const int32_t> tokens,
+                     float scale) = 0;
+  // out[n_out, n_tokens] = x[n_in, n_tokens] · weight[n_in, n_out]ᵀ (+ bias[n_out]). The weight is
+  // read once per call whatever n_tokens is (prompt processing is matrix-matrix work).
+  virtual void matmul(const TensorView& out, const TensorView& weight, const TensorView& x,
+                      const TensorView* bias = nullptr) = 0;
+  // out = x / rms(x) * weight, per row of ne[0]; out may alias x.
+  virtual void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight,
+                        float eps) = 0;
+  // In place on x[head_dim, n_heads, n_tokens]; positions [n_tokens] (host memory).
+  virtual void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) = 0;
+  // out = act(gate) * up, elementwise over [n_ff, n_tokens]; out may alias gate or up.
+  virtual void gated_activation(const TensorView& out, const TensorView& gate, const TensorView& up,
+                                Activation act) = 0;
+  // out = a + scale * b, elementwise; out may alias a or b.
+  virtual void add_scaled(const TensorView& out, const TensorView& a, const TensorView& b, float scale) = 0;
+  // x *= s, elementwise in place.
+  virtual void scale(const TensorView& x, float s) = 0;
+  // Writes k[n_head_kv*head_dim, n_tokens] and v (same shape) into the cache rows `slots`.
+  virtual void kv_store(const KvLayer& layer, const TensorView& k, const TensorView& v,
+                        std::span<const int32_t> slots) = 0;
+  // out[n_head*head_dim, n_tokens] = causal softmax(q·Kᵀ·scale)·V over each token's visible
+  // cache entries; q is [head_dim, n_head, n_tokens]. The batch's own K/V must already be stored.
+  virtual void attention(const TensorView& out, const TensorView& q, const KvLayer& layer,
+                         const AttentionBatch& batch, const AttentionParams& params) = 0;
+  // Copies cache rows src_slots[i] -> dst_slots[i] (prefix reuse, defragmentation).
+  virtual void kv_copy(const KvLayer& layer, std::span<const int32_t> src_slots,
+                       std::span<const int32_t> dst_slots) = 0;
+  // Re-rotates the K rows `slots` (viewed [head_dim, n_head_kv]) by `delta` positions: used by
+  // context shift, since RoPE(p + d) = R(d)·RoPE(p).
+  virtual void kv_rerotate(const KvLayer& layer, std::span<const int32_t> slots, int32_t delta,
+                           int32_t head_dim, const RopeParams& params) = 0;
+};
+
+}  // namespace cera::ops
