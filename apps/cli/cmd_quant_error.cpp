@@ -101,8 +101,7 @@ void register_quant_error(CLI::App& app) {
   auto opts = std::make_shared<QuantErrorOptions>();
   CLI::App* cmd = app.add_subcommand(
       "quant-error", "Round-trip error of each quantizer on random normal data (a table)");
-  cmd->add_option("--n", opts->n, "Number of values, a multiple of 256")
-      ->capture_default_str();
+  cmd->add_option("--n", opts->n, "Number of values, a multiple of 256")->capture_default_str();
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
   cmd->add_option("--type", opts->type, "Only this type (e.g. Q4_K); default: every quantizer");
   cmd->callback([opts] { run(*opts); });

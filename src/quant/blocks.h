@@ -10,7 +10,8 @@
 
 namespace cera::quant {
 
-static_assert(std::endian::native == std::endian::little, "block layouts assume a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "block layouts assume a little-endian host");
 
 constexpr int kQK32 = 32;           // elements per block of the legacy formats and IQ4_NL
 constexpr int kQK256 = int{kQK_K};  // elements per K-quant super-block
@@ -89,20 +90,20 @@ struct BlockQ5_K {
 
 // value = d * scales[s] * (code - 32), code 6 bits, s = element / 16
 struct BlockQ6_K {
-  uint8_t ql[kQK256 / 2];       // [128] low 4 bits: element 128h + 64k + l (l < 64) is nibble k
-                                //       of ql[64h + l]
-  uint8_t qh[kQK256 / 4];       // [64] high 2 bits: element 128h + 32j + l is bits 2j..2j+1 of
-                                //      qh[32h + l]
-  int8_t scales[kQK256 / 16];   // [16] signed 8-bit sub-block scales
-  uint16_t d;                   // fp16 scale of the scales
+  uint8_t ql[kQK256 / 2];      // [128] low 4 bits: element 128h + 64k + l (l < 64) is nibble k
+                               //       of ql[64h + l]
+  uint8_t qh[kQK256 / 4];      // [64] high 2 bits: element 128h + 32j + l is bits 2j..2j+1 of
+                               //      qh[32h + l]
+  int8_t scales[kQK256 / 16];  // [16] signed 8-bit sub-block scales
+  uint16_t d;                  // fp16 scale of the scales
 };
 
 // Activation format paired with the 256-element weight blocks; never stored in files.
 // value = d * q
 struct BlockQ8_K {
-  float d;                       // float32 scale (not fp16: activations keep full precision)
-  int8_t qs[kQK256];             // [256] codes in element order, |q| <= 127
-  int16_t bsums[kQK256 / 16];    // [16] sum of the 16 codes of each sub-block (for the min terms)
+  float d;                     // float32 scale (not fp16: activations keep full precision)
+  int8_t qs[kQK256];           // [256] codes in element order, |q| <= 127
+  int16_t bsums[kQK256 / 16];  // [16] sum of the 16 codes of each sub-block (for the min terms)
 };
 
 // value = d * kIq4nlValues[code]
@@ -113,10 +114,10 @@ struct BlockIQ4_NL {
 
 // value = d * (ls[s] - 32) * kIq4nlValues[code], s = element / 32
 struct BlockIQ4_XS {
-  uint16_t d;                   // fp16 scale of the scales
-  uint16_t scales_h;            // high 2 bits of the eight 6-bit scales: bits 2s..2s+1
+  uint16_t d;                     // fp16 scale of the scales
+  uint16_t scales_h;              // high 2 bits of the eight 6-bit scales: bits 2s..2s+1
   uint8_t scales_l[kQK256 / 64];  // [4] low 4 bits: sub-block s is nibble s%2 of byte s/2
-  uint8_t qs[kQK256 / 2];       // [128] 16 bytes per sub-block, nibble order as BlockQ4_0
+  uint8_t qs[kQK256 / 2];         // [128] 16 bytes per sub-block, nibble order as BlockQ4_0
 };
 
 // The IQ4_NL / IQ4_XS non-linear code book (a fixed table of the format).

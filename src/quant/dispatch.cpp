@@ -105,9 +105,14 @@ void quantize_activation_row(DType act, const float* src, void* dst, int64_t n) 
     case DType::kF32:
       if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
       return;
-    case DType::kQ8_0: quantize_q8_0(src, dst, n_blocks); return;
-    case DType::kQ8_K: quantize_q8_k(src, dst, n_blocks); return;
-    default: break;
+    case DType::kQ8_0:
+      quantize_q8_0(src, dst, n_blocks);
+      return;
+    case DType::kQ8_K:
+      quantize_q8_k(src, dst, n_blocks);
+      return;
+    default:
+      break;
   }
   CERA_CHECK_MSG(false, "not an activation format: " + std::string(dtype_name(act)));
 }
@@ -115,10 +120,17 @@ void quantize_activation_row(DType act, const float* src, void* dst, int64_t n) 
 void dequantize_activation_row(DType act, const void* src, float* dst, int64_t n) {
   const int64_t n_blocks = checked_blocks(act, n, src, dst);
   switch (act) {
-    case DType::kF32: dequantize_f32(src, dst, n_blocks); return;
-    case DType::kQ8_0: dequantize_q8_0(src, dst, n_blocks); return;
-    case DType::kQ8_K: dequantize_q8_k(src, dst, n_blocks); return;
-    default: break;
+    case DType::kF32:
+      dequantize_f32(src, dst, n_blocks);
+      return;
+    case DType::kQ8_0:
+      dequantize_q8_0(src, dst, n_blocks);
+      return;
+    case DType::kQ8_K:
+      dequantize_q8_k(src, dst, n_blocks);
+      return;
+    default:
+      break;
   }
   CERA_CHECK_MSG(false, "not an activation format: " + std::string(dtype_name(act)));
 }

@@ -15,14 +15,19 @@ using QuantizeFn = void (*)(const float* src, void* dst, int64_t n_blocks);
 using VecDotFn = float (*)(const void* w, const void* act, int64_t n_blocks);
 
 // Round half to even, like ggml's nearest_int (valid for |x| < 2^22, which callers ensure).
-inline int nearest_int(float x) { return static_cast<int>(std::nearbyint(x)); }
+inline int nearest_int(float x) {
+  return static_cast<int>(std::nearbyint(x));
+}
 // nearest_int clamped to [lo, hi], with the clamp done in float so that inf (a scale that
 // overflowed on subnormal input) converts defined; NaN gives 0.
 inline int nearest_clamped(float x, int lo, int hi) {
   if (!(x == x)) return 0;
-  return static_cast<int>(std::nearbyint(std::fmax(static_cast<float>(lo), std::fmin(static_cast<float>(hi), x))));
+  return static_cast<int>(
+      std::nearbyint(std::fmax(static_cast<float>(lo), std::fmin(static_cast<float>(hi), x))));
 }
-inline float fp16(uint16_t h) { return half_to_float(h); }
+inline float fp16(uint16_t h) {
+  return half_to_float(h);
+}
 
 // The element of largest magnitude with its sign; the first one on ties, as both ggml's loop and
 // numpy's argmax pick it (the sign decides which end of the code range the block's extreme uses).
@@ -47,7 +52,9 @@ inline uint8_t trunc_code(float v, int max_code) {
 }
 
 // 1/d, or 0 for an all-zero block (numpy's `np.where(d == 0, 0, 1 / d)`).
-inline float inverse_or_zero(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
+inline float inverse_or_zero(float d) {
+  return d != 0.0f ? 1.0f / d : 0.0f;
+}
 
 // plain.cpp (block = one element)
 void dequantize_f32(const void* src, float* dst, int64_t n);

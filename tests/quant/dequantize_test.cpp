@@ -14,8 +14,8 @@ namespace cera::quant::test {
 namespace {
 
 const std::vector<DType> kDequantizable = {
-    DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
-    DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
+    DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0,   DType::kQ4_1,
+    DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K,   DType::kQ3_K,
     DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
 
 class DequantizeFixture : public ::testing::TestWithParam<DType> {};
@@ -62,7 +62,7 @@ TEST(Dequantize, RejectsPartialBlocksAndUnsupportedTypes) {
   EXPECT_THROW(dequantize_row(DType::kQ4_K, blocks.data(), out.data(), 128), CheckFailure);
   EXPECT_THROW(dequantize_row(DType::kQ4_0, blocks.data() + 1, out.data(), 32), CheckFailure);
   EXPECT_THROW(dequantize_row(DType::kIQ2_XXS, blocks.data(), out.data(), 256), CheckFailure);
-  EXPECT_FALSE(has_dequantizer(DType::kQ8_K));  // activation format only
+  EXPECT_FALSE(has_dequantizer(DType::kQ8_K));                 // activation format only
   dequantize_row(DType::kQ4_0, blocks.data(), out.data(), 0);  // empty rows are fine
 }
 

@@ -30,13 +30,16 @@ std::optional<Fixture> load_fixture(FixtureKind kind, DType type) {
   EXPECT_TRUE(in && std::memcmp(magic, "CERAQFX1", 8) == 0) << "bad fixture header";
   EXPECT_EQ(header32[0], static_cast<uint32_t>(kind));
   EXPECT_EQ(header32[1], static_cast<uint32_t>(type));
-  Fixture f{kind, type, static_cast<int64_t>(header64[0]), static_cast<int64_t>(header64[2]), {}, {}};
+  Fixture f{kind, type, static_cast<int64_t>(header64[0]), static_cast<int64_t>(header64[2]),
+            {},   {}};
   const std::optional<uint64_t> row_bytes = dtype_row_bytes(type, header64[0]);
   EXPECT_TRUE(row_bytes.has_value() && *row_bytes == header64[1]) << "inconsistent sizes";
   if (!row_bytes || *row_bytes != header64[1]) return std::nullopt;
   f.blocks.resize(header64[1]);
   f.floats.resize(header64[0]);
-  const auto read_blocks = [&] { in.read(reinterpret_cast<char*>(f.blocks.data()), f.blocks.size()); };
+  const auto read_blocks = [&] {
+    in.read(reinterpret_cast<char*>(f.blocks.data()), f.blocks.size());
+  };
   const auto read_floats = [&] {
     in.read(reinterpret_cast<char*>(f.floats.data()), f.floats.size() * sizeof(float));
   };

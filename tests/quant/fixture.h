@@ -18,8 +18,8 @@ enum class FixtureKind : uint32_t { kDequantize = 1, kQuantize = 2 };
 struct Fixture {
   FixtureKind kind;
   DType type;
-  int64_t n;         // elements
-  int64_t n_random;  // the first n_random elements are random; the rest are edge cases
+  int64_t n;                    // elements
+  int64_t n_random;             // the first n_random elements are random; the rest are edge cases
   std::vector<uint8_t> blocks;  // n / block_size blocks of `type`
   std::vector<float> floats;    // [n] gguf's dequantized output, or the quantizer's input
 };

@@ -16,9 +16,8 @@
 namespace cera::quant::test {
 namespace {
 
-const std::vector<DType> kGgufQuantizable = {DType::kF16,  DType::kBF16, DType::kQ4_0,
-                                             DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                                             DType::kQ8_0};
+const std::vector<DType> kGgufQuantizable = {DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
+                                             DType::kQ5_0, DType::kQ5_1, DType::kQ8_0};
 const std::vector<DType> kQuantizable = {DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
                                          DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K,
                                          DType::kQ5_K, DType::kQ6_K};
@@ -111,7 +110,8 @@ TEST(Quantize, KQuantsAreScaleInvariantWithinFp16Range) {
     for (float s : {0.05f, 1e2f}) {
       std::vector<float> xs(x);
       for (float& v : xs) v *= s;
-      EXPECT_NEAR(round_trip_rmse(type, xs) / s, base, 0.02 * base) << dtype_name(type) << " x" << s;
+      EXPECT_NEAR(round_trip_rmse(type, xs) / s, base, 0.02 * base)
+          << dtype_name(type) << " x" << s;
     }
   }
 }

@@ -20,10 +20,10 @@
 namespace cera::quant::test {
 namespace {
 
-const std::vector<DType> kDotTypes = {
-    DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
-    DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
-    DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
+const std::vector<DType> kDotTypes = {DType::kF32,  DType::kF16,    DType::kBF16,  DType::kQ4_0,
+                                      DType::kQ4_1, DType::kQ5_0,   DType::kQ5_1,  DType::kQ8_0,
+                                      DType::kQ2_K, DType::kQ3_K,   DType::kQ4_K,  DType::kQ5_K,
+                                      DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
 
 // A weight row of n elements: quantized random normal data, or the fixture's random blocks.
 std::vector<uint8_t> weight_row(DType type, int64_t n, uint64_t seed) {
@@ -56,7 +56,8 @@ double activation_error_bound(DType act, const float* x, int block) {
   const double d = amax / 127.0;
   double bound = 0.5 * d;
   // Q8_0 rounds codes with the exact d but stores d in fp16: |q| <= 127 times the rounding.
-  if (act == DType::kQ8_0) bound += 127.0 * std::fabs(half_to_float(float_to_half(static_cast<float>(d))) - d);
+  if (act == DType::kQ8_0)
+    bound += 127.0 * std::fabs(half_to_float(float_to_half(static_cast<float>(d))) - d);
   return bound * (1.0 + 1e-5);  // float evaluation of x/d
 }
 

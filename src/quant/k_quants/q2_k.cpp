@@ -11,7 +11,8 @@ namespace {
 void unpack_codes(const BlockQ2_K& blk, uint8_t (&codes)[kQK256]) {
   for (int h = 0; h < 2; ++h) {
     for (int j = 0; j < 4; ++j) {
-      for (int l = 0; l < 32; ++l) codes[128 * h + 32 * j + l] = (blk.qs[32 * h + l] >> (2 * j)) & 3;
+      for (int l = 0; l < 32; ++l)
+        codes[128 * h + 32 * j + l] = (blk.qs[32 * h + l] >> (2 * j)) & 3;
     }
   }
 }

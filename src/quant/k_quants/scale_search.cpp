@@ -15,8 +15,8 @@ namespace {
 
 constexpr float kGroupMaxEps = 1e-15f;  // below this a group is treated as all zero
 
-float weighted_error(const float* x, const float* weights, const uint8_t* codes, int n,
-                     float scale, float min) {
+float weighted_error(const float* x, const float* weights, const uint8_t* codes, int n, float scale,
+                     float min) {
   float err = 0.0f;
   for (int i = 0; i < n; ++i) {
     const float diff = scale * codes[i] + min - x[i];

@@ -18,8 +18,8 @@ struct ScaleGrid {
 };
 
 struct AffineFit {
-  float scale;     // >= 0
-  float neg_min;   // >= 0; x ~= scale * code - neg_min
+  float scale;    // >= 0
+  float neg_min;  // >= 0; x ~= scale * code - neg_min
 };
 
 // Fits x[i] ~= scale * codes[i] - neg_min with codes in [0, nmax] and min <= 0 (the range always
