@@ -10,5 +10,6 @@ void register_inspect(CLI::App& app);     // cmd_inspect.cpp
 void register_tokenize(CLI::App& app);    // cmd_tokenize.cpp
 void register_convert(CLI::App& app);     // cmd_convert.cpp
 void register_quant_error(CLI::App& app); // cmd_quant_error.cpp
+void register_synth(CLI::App& app);       // cmd_synth.cpp
 
 }  // namespace cera::cli

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   cera::cli::register_tokenize(app);
   cera::cli::register_convert(app);
   cera::cli::register_quant_error(app);
+  cera::cli::register_synth(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
