@@ -14,12 +14,8 @@ using DequantizeFn = void (*)(const void* src, float* dst, int64_t n_blocks);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n_blocks);
 using VecDotFn = float (*)(const void* w, const void* act, int64_t n_blocks);
 
-// Round half to even, like ggml's nearest_int (valid for |x| < 2^22, which callers ensure).
-inline int nearest_int(float x) {
-  return static_cast<int>(std::nearbyint(x));
-}
-// nearest_int clamped to [lo, hi], with the clamp done in float so that inf (a scale that
-// overflowed on subnormal input) converts defined; NaN gives 0.
+// Round half to even (ggml's nearest_int) and clamp to [lo, hi]. The clamp is done in float so
+// that inf (a scale that overflowed on subnormal input) converts defined; NaN gives 0.
 inline int nearest_clamped(float x, int lo, int hi) {
   if (!(x == x)) return 0;
   return static_cast<int>(
