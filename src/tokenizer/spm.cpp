@@ -7,18 +7,12 @@
 #include <cstdio>
 #include <string>
 
+#include "tokenizer/unicode/unicode.h"
+
 namespace cera::tokenizer {
 namespace {
 
 constexpr std::string_view kEscapedSpace = "\xE2\x96\x81";  // U+2581
-
-// Symbol length from the lead byte, the rule the reference splits text with (not a validating
-// decoder: a stray continuation byte is one symbol, a truncated sequence is cut at the end).
-size_t symbol_length(unsigned char lead) {
-  static constexpr std::array<uint8_t, 16> kByHighNibble = {1, 1, 1, 1, 1, 1, 1, 1,
-                                                             1, 1, 1, 1, 2, 2, 3, 4};
-  return kByHighNibble[lead >> 4];
-}
 
 struct Symbol {
   int32_t prev;
@@ -72,8 +66,12 @@ void SpmEncoder::encode(const Vocab& vocab, std::string_view text, bool space_pr
 
   std::vector<Symbol> symbols;
   symbols.reserve(s.size());
+  // One symbol per character. An invalid byte is a symbol of its own (llama.cpp trusts the lead
+  // byte instead and can swallow the next character, even an escaped space, into a bad one).
   for (size_t at = 0; at < s.size();) {
-    const size_t len = std::min(symbol_length(static_cast<unsigned char>(s[at])), s.size() - at);
+    size_t end = at;
+    unicode::decode_utf8(s, end);
+    const size_t len = end - at;
     const auto index = static_cast<int32_t>(symbols.size());
     symbols.push_back({index - 1, at + len == s.size() ? -1 : index + 1, static_cast<uint32_t>(at),
                        static_cast<uint32_t>(len), vocab.find(s.substr(at, len))});
