@@ -1,5 +1,6 @@
 // IEEE binary16 and bfloat16 conversions, bit-exact with numpy and the gguf Python package:
-// float -> half and float -> bf16 round to nearest even; NaN stays NaN (quiet).
+// float -> half and float -> bf16 round to nearest even; NaN stays NaN but is made quiet (numpy
+// keeps a signalling NaN's payload as is: 0x7f800001 gives numpy 0x7c01, cera 0x7e00).
 #pragma once
 
 #include <bit>

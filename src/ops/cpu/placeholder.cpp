@@ -1,1 +1,0 @@
-// Placeholder until the CPU backend lands.
