@@ -72,7 +72,7 @@ void run(const TokenizeOptions& opts) {
     text = ss.str();
   }
   auto file = format::GgufFile::open(opts.model);
-  if (!file.ok()) fail(file.status().with_context(opts.model).to_string());
+  if (!file.ok()) fail(file.status().to_string());  // the reader names the path
   auto tok = tokenizer::Tokenizer::from_gguf(*file);
   if (!tok.ok()) fail(tok.status().with_context(opts.model).to_string());
   if (text.size() >= (size_t{1} << 32)) fail("input of 4 GiB or more");
