@@ -1,0 +1,13 @@
+// The architecture files' entry points, one per file, dispatched by registry.cpp.
+#pragma once
+
+#include "model/model.h"
+
+namespace cera::model {
+
+Result<std::unique_ptr<Model>> load_llama(const format::GgufFile&, ops::Backend&, const LoadOptions&);
+Result<std::unique_ptr<Model>> load_qwen2(const format::GgufFile&, ops::Backend&, const LoadOptions&);
+Result<std::unique_ptr<Model>> load_qwen3(const format::GgufFile&, ops::Backend&, const LoadOptions&);
+Result<std::unique_ptr<Model>> load_granite(const format::GgufFile&, ops::Backend&, const LoadOptions&);
+
+}  // namespace cera::model

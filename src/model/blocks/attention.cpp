@@ -1,0 +1,51 @@
+#include "model/blocks/attention.h"
+
+namespace cera::model {
+
+Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t n_embd, const AttentionSpec& spec) {
+  const int64_t hd = spec.params.head_dim;
+  const int64_t q_width = spec.params.n_head * hd, kv_width = spec.params.n_head_kv * hd;
+  AttentionWeights w;
+  CERA_ASSIGN_OR_RETURN(w.wq, loader.require(layer_tensor(layer, "attn_q"), {n_embd, q_width, 1, 1}, WeightUse::kMatmul));
+  CERA_ASSIGN_OR_RETURN(w.wk, loader.require(layer_tensor(layer, "attn_k"), {n_embd, kv_width, 1, 1}, WeightUse::kMatmul));
+  CERA_ASSIGN_OR_RETURN(w.wv, loader.require(layer_tensor(layer, "attn_v"), {n_embd, kv_width, 1, 1}, WeightUse::kMatmul));
+  CERA_ASSIGN_OR_RETURN(w.wo, loader.require(layer_tensor(layer, "attn_output"), {q_width, n_embd, 1, 1}, WeightUse::kMatmul));
+  CERA_ASSIGN_OR_RETURN(w.bq, loader.optional(layer_tensor(layer, "attn_q", "bias"), {q_width, 1, 1, 1}, WeightUse::kVector));
+  CERA_ASSIGN_OR_RETURN(w.bk, loader.optional(layer_tensor(layer, "attn_k", "bias"), {kv_width, 1, 1, 1}, WeightUse::kVector));
+  CERA_ASSIGN_OR_RETURN(w.bv, loader.optional(layer_tensor(layer, "attn_v", "bias"), {kv_width, 1, 1, 1}, WeightUse::kVector));
+  CERA_ASSIGN_OR_RETURN(w.bo, loader.optional(layer_tensor(layer, "attn_output", "bias"), {n_embd, 1, 1, 1}, WeightUse::kVector));
+  if (spec.qk_norm) {
+    CERA_ASSIGN_OR_RETURN(w.q_norm, loader.require(layer_tensor(layer, "attn_q_norm"), {hd, 1, 1, 1}, WeightUse::kVector));
+    CERA_ASSIGN_OR_RETURN(w.k_norm, loader.require(layer_tensor(layer, "attn_k_norm"), {hd, 1, 1, 1}, WeightUse::kVector));
+  }
+  return w;
+}
+
+namespace {
+const TensorView* opt(const std::optional<TensorView>& v) { return v ? &*v : nullptr; }
+}  // namespace
+
+void attention_forward(ops::Backend& backend, const Scratch& scratch, const AttentionWeights& w,
+                       const AttentionSpec& spec, const ForwardBatch& batch, const ops::KvLayer& kv,
+                       const TensorView& in, const TensorView& out) {
+  const int64_t n = in.rows(), hd = spec.params.head_dim;
+  const int64_t n_head = spec.params.n_head, n_head_kv = spec.params.n_head_kv;
+  const TensorView q = scratch.q(n), k = scratch.k(n), v = scratch.v(n), attn = scratch.attn(n);
+  backend.matmul(q, w.wq, in, opt(w.bq));
+  backend.matmul(k, w.wk, in, opt(w.bk));
+  backend.matmul(v, w.wv, in, opt(w.bv));
+  // Per-head views: [head_dim, n_heads, n_tokens].
+  const TensorView qh = q.reshaped({hd, n_head, n, 1});
+  const TensorView kh = k.reshaped({hd, n_head_kv, n, 1});
+  if (w.q_norm) {
+    backend.rms_norm(qh, qh, *w.q_norm, spec.norm_eps);
+    backend.rms_norm(kh, kh, *w.k_norm, spec.norm_eps);
+  }
+  backend.rope(qh, batch.attention.positions, spec.rope);
+  backend.rope(kh, batch.attention.positions, spec.rope);
+  backend.kv_store(kv, k, v, batch.kv_slots);
+  backend.attention(attn, qh, kv, batch.attention, spec.params);
+  backend.matmul(out, w.wo, attn, opt(w.bo));
+}
+
+}  // namespace cera::model

@@ -1,0 +1,37 @@
+// Self-attention block over the paged KV cache: QKV projections (optional biases), optional
+// per-head Q/K RMSNorm, RoPE, cache store, attention, output projection.
+#pragma once
+
+#include <optional>
+
+#include "model/blocks/scratch.h"
+#include "model/model.h"
+#include "model/weights.h"
+
+namespace cera::model {
+
+struct AttentionWeights {
+  TensorView wq;  // [n_embd, n_head * head_dim]
+  TensorView wk;  // [n_embd, n_head_kv * head_dim]
+  TensorView wv;  // [n_embd, n_head_kv * head_dim]
+  TensorView wo;  // [n_head * head_dim, n_embd]
+  std::optional<TensorView> bq, bk, bv, bo;  // [n_head * head_dim] / [n_head_kv * head_dim] / [n_embd]
+  std::optional<TensorView> q_norm, k_norm;  // [head_dim], shared by all heads
+};
+
+struct AttentionSpec {
+  ops::AttentionParams params;
+  ops::RopeParams rope;
+  float norm_eps = 1e-6f;     // of the Q/K norms
+  bool qk_norm = false;       // Q/K RMSNorm tensors are required (qwen3, gemma3, lfm2)
+};
+
+Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t n_embd, const AttentionSpec& spec);
+
+// out[n_embd, n_tokens] = attention(in[n_embd, n_tokens]); out may alias in (in is consumed
+// by the projections before out is written).
+void attention_forward(ops::Backend& backend, const Scratch& scratch, const AttentionWeights& w,
+                       const AttentionSpec& spec, const ForwardBatch& batch, const ops::KvLayer& kv,
+                       const TensorView& in, const TensorView& out);
+
+}  // namespace cera::model

@@ -1,0 +1,149 @@
+#include "model/blocks/dense_decoder.h"
+
+#include <cmath>
+#include <vector>
+
+namespace cera::model {
+namespace {
+
+struct DenseLayer {
+  TensorView attn_norm;  // [n_embd]
+  AttentionWeights attention;
+  TensorView ffn_norm;   // [n_embd]
+  FfnWeights ffn;
+};
+
+class DenseDecoder final : public Model {
+ public:
+  DenseDecoder(ops::Backend& backend, DenseSpec spec) : backend_(backend), spec_(std::move(spec)) {}
+
+  Status load(const format::GgufFile& file, const LoadOptions& options);
+
+  const HParams& hparams() const override { return spec_.hp; }
+  KvGeometry kv_geometry() const override {
+    return {spec_.hp.n_layer, spec_.hp.n_head_kv * spec_.hp.head_dim};
+  }
+  ops::RopeParams rope_params() const override { return spec_.attention.rope; }
+  ops::Backend& backend() override { return backend_; }
+  Status forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) override;
+
+ private:
+  ops::Backend& backend_;
+  DenseSpec spec_;
+  TensorView token_embd_;   // [n_embd, n_vocab]
+  std::vector<DenseLayer> layers_;
+  TensorView output_norm_;  // [n_embd]
+  TensorView output_;       // [n_embd, n_vocab], token_embd_ when tied
+  std::vector<std::unique_ptr<ops::Buffer>> buffers_;
+  std::optional<Scratch> scratch_;
+};
+
+Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& options) {
+  HParams& hp = spec_.hp;
+  WeightLoader loader(file, backend_);
+  const auto embd_shape = loader.shape_of("token_embd.weight");
+  if (!embd_shape) return not_found("tensor 'token_embd.weight' is missing");
+  hp.n_vocab = static_cast<int32_t>((*embd_shape)[1]);
+  const int64_t n_embd = hp.n_embd, n_vocab = hp.n_vocab;
+  CERA_ASSIGN_OR_RETURN(token_embd_, loader.require("token_embd.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kEmbedding));
+
+  // Llama 3.1+ carries its rope scaling as per-dimension factors; read on the host by rope().
+  if (const format::GgufTensorInfo* rf = file.find_tensor("rope_freqs.weight")) {
+    CERA_RETURN_IF_ERROR(loader.require("rope_freqs.weight", {hp.n_rot / 2, 1, 1, 1}, WeightUse::kVector).status());
+    spec_.attention.rope.freq_factors = reinterpret_cast<const float*>(file.tensor_data(*rf).data());
+  }
+  layers_.resize(hp.n_layer);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    DenseLayer& l = layers_[il];
+    CERA_ASSIGN_OR_RETURN(l.attn_norm, loader.require(layer_tensor(il, "attn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
+    CERA_ASSIGN_OR_RETURN(l.attention, load_attention(loader, il, n_embd, spec_.attention));
+    CERA_ASSIGN_OR_RETURN(l.ffn_norm, loader.require(layer_tensor(il, "ffn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
+    CERA_ASSIGN_OR_RETURN(l.ffn, load_ffn(loader, il, n_embd, hp.n_ff));
+  }
+  CERA_ASSIGN_OR_RETURN(output_norm_, loader.require("output_norm.weight", {n_embd, 1, 1, 1}, WeightUse::kVector));
+  CERA_ASSIGN_OR_RETURN(auto output, loader.optional("output.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kMatmul));
+  if (output) {
+    output_ = *output;
+  } else if (backend_.supports_weight(token_embd_.dtype)) {
+    output_ = token_embd_;  // tied embeddings
+  } else {
+    return unsupported("tied output uses token_embd.weight of type " + std::string(dtype_name(token_embd_.dtype)) +
+                       ", which has no matmul kernel on " + backend_.name());
+  }
+  buffers_ = loader.take_buffers();
+  CERA_ASSIGN_OR_RETURN(Scratch s, Scratch::create(backend_, {.n_embd = n_embd,
+                                                              .q_width = int64_t(hp.n_head) * hp.head_dim,
+                                                              .kv_width = int64_t(hp.n_head_kv) * hp.head_dim,
+                                                              .n_ff = hp.n_ff,
+                                                              .n_vocab = n_vocab,
+                                                              .max_tokens = options.max_batch_tokens}));
+  scratch_.emplace(std::move(s));
+  return {};
+}
+
+Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) {
+  const HParams& hp = spec_.hp;
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_out = static_cast<int64_t>(batch.output_rows.size());
+  if (n == 0 || n > scratch_->max_tokens()) {
+    return invalid_argument("batch of " + std::to_string(n) + " tokens, expected 1.." +
+                            std::to_string(scratch_->max_tokens()));
+  }
+  if (kv.size() != layers_.size()) return invalid_argument("KV cache has the wrong number of layers");
+  if (logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) return invalid_argument("logits buffer has the wrong size");
+  for (int32_t t : batch.tokens) {
+    if (t < 0 || t >= hp.n_vocab) return invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
+  }
+  const Scratch& s = *scratch_;
+  const TensorView x = s.x(n), h = s.h(n);
+  backend_.embed(x, token_embd_, batch.tokens, hp.embedding_scale);
+  for (size_t il = 0; il < layers_.size(); ++il) {
+    const DenseLayer& l = layers_[il];
+    backend_.rms_norm(h, x, l.attn_norm, hp.rms_eps);
+    attention_forward(backend_, s, l.attention, spec_.attention, batch, kv[il], h, h);
+    backend_.add_scaled(x, x, h, hp.residual_scale);
+    backend_.rms_norm(h, x, l.ffn_norm, hp.rms_eps);
+    ffn_forward(backend_, s, l.ffn, spec_.activation, h, h);
+    backend_.add_scaled(x, x, h, hp.residual_scale);
+  }
+  if (n_out == 0) return {};
+  // Only the requested rows go through the output head (the vocabulary matmul is the largest).
+  const TensorView rows = s.h(n_out);
+  backend_.embed(rows, x, batch.output_rows, 1.0f);
+  backend_.rms_norm(rows, rows, output_norm_, hp.rms_eps);
+  const TensorView out = s.logits(n_out);
+  backend_.matmul(out, output_, rows);
+  if (hp.logit_scale != 1.0f) backend_.scale(out, 1.0f / hp.logit_scale);
+  backend_.download(logits.data(), out);
+  return {};
+}
+
+}  // namespace
+
+DenseSpec default_dense_spec(const HParams& hp) {
+  DenseSpec spec;
+  spec.hp = hp;
+  spec.attention.params = {.n_head = hp.n_head,
+                           .n_head_kv = hp.n_head_kv,
+                           .head_dim = hp.head_dim,
+                           .scale = hp.attention_scale != 0.0f ? hp.attention_scale
+                                                               : 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
+                           .softcap = 0.0f,
+                           .sliding_window = 0};
+  spec.attention.rope = {.kind = hp.rope_kind,
+                         .n_rot = hp.n_rot,
+                         .freq_base = hp.rope_freq_base,
+                         .freq_scale = hp.rope_freq_scale,
+                         .freq_factors = nullptr};
+  spec.attention.norm_eps = hp.rms_eps;
+  return spec;
+}
+
+Result<std::unique_ptr<Model>> make_dense_decoder(const format::GgufFile& file, ops::Backend& backend, DenseSpec spec,
+                                                  const LoadOptions& options) {
+  auto model = std::make_unique<DenseDecoder>(backend, std::move(spec));
+  CERA_RETURN_IF_ERROR(model->load(file, options));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace cera::model

@@ -1,0 +1,98 @@
+// Key reading with the defaults of FORMATS.md §6.1; scalar-or-array keys (head counts, n_ff)
+// must be uniform here since the dense families do not vary them per layer.
+#include "model/hparams.h"
+
+#include <cmath>
+
+namespace cera::model {
+namespace {
+
+// A key that may be a scalar or a per-layer array; dense models need every layer equal.
+Result<int32_t> uniform_int(const format::GgufFile& f, const std::string& key, int32_t n_layer) {
+  const format::GgufValue* v = f.find(key);
+  if (v == nullptr) return not_found("metadata key '" + key + "' is missing");
+  if (const format::GgufArray* a = v->array()) {
+    if (a->size() != static_cast<uint64_t>(n_layer) || a->size() == 0) {
+      return invalid_argument("key '" + key + "': per-layer array of " + std::to_string(a->size()) +
+                              " values, expected " + std::to_string(n_layer));
+    }
+    auto first = a->at(0).as_int();
+    for (uint64_t i = 0; i < a->size(); ++i) {
+      if (a->at(i).as_int() != first || !first) {
+        return unsupported("key '" + key + "': values differ between layers, which this architecture does not support");
+      }
+    }
+    return static_cast<int32_t>(*first);
+  }
+  return f.get<int32_t>(key);
+}
+
+Status positive(const std::string& key, int64_t value) {
+  if (value <= 0) return invalid_argument("key '" + key + "' is " + std::to_string(value) + ", expected > 0");
+  return {};
+}
+
+}  // namespace
+
+Result<HParams> read_hparams(const format::GgufFile& f, Arch arch) {
+  HParams hp;
+  hp.arch = arch;
+  const std::string p = std::string(arch_name(arch)) + ".";
+  CERA_ASSIGN_OR_RETURN(hp.n_layer, f.get<int32_t>(p + "block_count"));
+  CERA_RETURN_IF_ERROR(positive(p + "block_count", hp.n_layer));
+  CERA_ASSIGN_OR_RETURN(hp.n_ctx_train, f.get<int32_t>(p + "context_length"));
+  CERA_ASSIGN_OR_RETURN(hp.n_embd, f.get<int32_t>(p + "embedding_length"));
+  CERA_RETURN_IF_ERROR(positive(p + "embedding_length", hp.n_embd));
+  CERA_ASSIGN_OR_RETURN(hp.n_head, uniform_int(f, p + "attention.head_count", hp.n_layer));
+  CERA_RETURN_IF_ERROR(positive(p + "attention.head_count", hp.n_head));
+  hp.n_head_kv = hp.n_head;
+  if (f.has(p + "attention.head_count_kv")) {
+    CERA_ASSIGN_OR_RETURN(hp.n_head_kv, uniform_int(f, p + "attention.head_count_kv", hp.n_layer));
+  }
+  CERA_RETURN_IF_ERROR(positive(p + "attention.head_count_kv", hp.n_head_kv));
+  if (hp.n_head % hp.n_head_kv != 0) {
+    return invalid_argument("attention.head_count " + std::to_string(hp.n_head) +
+                            " is not a multiple of head_count_kv " + std::to_string(hp.n_head_kv));
+  }
+  CERA_ASSIGN_OR_RETURN(hp.n_ff, uniform_int(f, p + "feed_forward_length", hp.n_layer));
+  CERA_RETURN_IF_ERROR(positive(p + "feed_forward_length", hp.n_ff));
+  CERA_ASSIGN_OR_RETURN(hp.rms_eps, f.get<float>(p + "attention.layer_norm_rms_epsilon"));
+
+  const int32_t default_head_dim = hp.n_embd / hp.n_head;
+  CERA_ASSIGN_OR_RETURN(hp.head_dim, f.get_or<int32_t>(p + "attention.key_length", default_head_dim));
+  CERA_ASSIGN_OR_RETURN(const int32_t value_dim, f.get_or<int32_t>(p + "attention.value_length", hp.head_dim));
+  if (value_dim != hp.head_dim) {
+    return unsupported("attention.value_length " + std::to_string(value_dim) + " differs from key_length " +
+                       std::to_string(hp.head_dim));
+  }
+  CERA_RETURN_IF_ERROR(positive(p + "attention.key_length", hp.head_dim));
+  CERA_ASSIGN_OR_RETURN(hp.n_rot, f.get_or<int32_t>(p + "rope.dimension_count", hp.head_dim));
+  if (hp.n_rot <= 0 || hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
+    return invalid_argument("key '" + p + "rope.dimension_count' is " + std::to_string(hp.n_rot) +
+                            ", expected an even number in 2.." + std::to_string(hp.head_dim));
+  }
+  CERA_ASSIGN_OR_RETURN(hp.rope_freq_base, f.get_or<float>(p + "rope.freq_base", 10000.0f));
+  CERA_ASSIGN_OR_RETURN(const std::string scaling, f.get_or<std::string>(p + "rope.scaling.type", "none"));
+  if (scaling == "linear") {
+    CERA_ASSIGN_OR_RETURN(const float factor, f.get<float>(p + "rope.scaling.factor"));
+    if (!(factor > 0.0f)) return invalid_argument("key '" + p + "rope.scaling.factor' must be > 0");
+    hp.rope_freq_scale = 1.0f / factor;
+  } else if (scaling != "none") {
+    return unsupported("rope scaling type '" + scaling + "' (supported: none, linear)");
+  }
+  // RoPE flavour is fixed per architecture (FORMATS.md), never read from metadata.
+  hp.rope_kind = (arch == Arch::kLlama || arch == Arch::kGranite) ? ops::RopeKind::kNorm : ops::RopeKind::kNeox;
+
+  if (f.has(p + "attention.scale")) {
+    CERA_ASSIGN_OR_RETURN(hp.attention_scale, f.get<float>(p + "attention.scale"));
+  }
+  if (arch == Arch::kGranite) {
+    CERA_ASSIGN_OR_RETURN(hp.embedding_scale, f.get_or<float>(p + "embedding_scale", 1.0f));
+    CERA_ASSIGN_OR_RETURN(hp.residual_scale, f.get_or<float>(p + "residual_scale", 1.0f));
+    CERA_ASSIGN_OR_RETURN(hp.logit_scale, f.get<float>(p + "logit_scale"));
+    if (!(hp.logit_scale > 0.0f)) return invalid_argument("key '" + p + "logit_scale' must be > 0");
+  }
+  return hp;
+}
+
+}  // namespace cera::model

@@ -1,0 +1,41 @@
+// Hyper-parameters read once from GGUF metadata and validated. Everything an architecture
+// file needs is here as numbers and enums; no code after loading looks at a metadata string.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "format/gguf.h"
+#include "model/arch.h"
+#include "ops/backend.h"
+
+namespace cera::model {
+
+struct HParams {
+  Arch arch = Arch::kLlama;
+  int32_t n_vocab = 0;
+  int32_t n_ctx_train = 0;
+  int32_t n_embd = 0;
+  int32_t n_layer = 0;
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;   // key_length (value_length must match)
+  int32_t n_ff = 0;
+  float rms_eps = 1e-5f;
+  ops::RopeKind rope_kind = ops::RopeKind::kNorm;
+  int32_t n_rot = 0;
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
+  // Scalars some architectures set (defaults are the identity).
+  float embedding_scale = 1.0f;
+  float attention_scale = 0.0f;  // 0: 1/sqrt(head_dim)
+  float residual_scale = 1.0f;
+  float logit_scale = 1.0f;      // logits are divided by it
+};
+
+// Reads `<arch>.*` keys; errors name the missing or invalid key. n_vocab comes from the token
+// embedding's shape (the tokenizer may be absent), so it is filled in by the loader.
+Result<HParams> read_hparams(const format::GgufFile& file, Arch arch);
+
+}  // namespace cera::model

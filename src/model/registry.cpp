@@ -1,0 +1,21 @@
+// The architecture registry: general.architecture -> Arch (one string table, arch.cpp) -> loader.
+#include "model/archs.h"
+
+namespace cera::model {
+
+Result<std::unique_ptr<Model>> load_model(const format::GgufFile& file, ops::Backend& backend,
+                                          const LoadOptions& options) {
+  CERA_ASSIGN_OR_RETURN(const std::string name, file.get<std::string>("general.architecture"));
+  const std::optional<Arch> arch = arch_from_name(name);
+  if (!arch) return unsupported("architecture '" + name + "' (supported: llama, qwen2, qwen3, granite)");
+  if (options.max_batch_tokens <= 0) return invalid_argument("max_batch_tokens must be > 0");
+  switch (*arch) {
+    case Arch::kLlama: return load_llama(file, backend, options);
+    case Arch::kQwen2: return load_qwen2(file, backend, options);
+    case Arch::kQwen3: return load_qwen3(file, backend, options);
+    case Arch::kGranite: return load_granite(file, backend, options);
+  }
+  return unsupported("architecture '" + name + "'");
+}
+
+}  // namespace cera::model

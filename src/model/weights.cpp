@@ -1,0 +1,63 @@
+#include "model/weights.h"
+
+namespace cera::model {
+namespace {
+
+std::string shape_text(const std::array<int64_t, 4>& s) {
+  std::string out = "[";
+  int n = 4;
+  while (n > 1 && s[n - 1] == 1) --n;
+  for (int i = 0; i < n; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::string layer_tensor(int layer, const char* role, const char* suffix) {
+  return "blk." + std::to_string(layer) + "." + role + "." + suffix;
+}
+
+std::optional<std::array<int64_t, 4>> WeightLoader::shape_of(const std::string& name) const {
+  const format::GgufTensorInfo* info = file_.find_tensor(name);
+  if (info == nullptr) return std::nullopt;
+  std::array<int64_t, 4> s = {1, 1, 1, 1};
+  for (size_t i = 0; i < info->shape.size(); ++i) s[i] = static_cast<int64_t>(info->shape[i]);
+  return s;
+}
+
+Result<TensorView> WeightLoader::load(const format::GgufTensorInfo& info, std::array<int64_t, 4> shape,
+                                      WeightUse use) {
+  const std::array<int64_t, 4> have = *shape_of(info.name);
+  if (have != shape) {
+    return invalid_argument("tensor '" + info.name + "' has shape " + shape_text(have) + ", expected " +
+                            shape_text(shape));
+  }
+  const bool type_ok = use == WeightUse::kVector ? info.dtype == DType::kF32 : backend_.supports_weight(info.dtype);
+  if (!type_ok) {
+    return unsupported("tensor '" + info.name + "' has type " + std::string(dtype_name(info.dtype)) +
+                       (use == WeightUse::kVector ? ", expected F32" : ", which has no " + backend_.name() + " kernel"));
+  }
+  auto bytes = file_.tensor_data(info);
+  TensorView host = make_view(const_cast<std::byte*>(bytes.data()), info.dtype, shape);
+  std::unique_ptr<ops::Buffer> keep;
+  auto view = backend_.import_weight(host, keep);
+  if (!view.ok()) return view.status().with_context("tensor '" + info.name + "'");
+  if (keep) buffers_.push_back(std::move(keep));
+  return view;
+}
+
+Result<TensorView> WeightLoader::require(const std::string& name, std::array<int64_t, 4> shape, WeightUse use) {
+  const format::GgufTensorInfo* info = file_.find_tensor(name);
+  if (info == nullptr) return not_found("tensor '" + name + "' is missing");
+  return load(*info, shape, use);
+}
+
+Result<std::optional<TensorView>> WeightLoader::optional(const std::string& name, std::array<int64_t, 4> shape,
+                                                          WeightUse use) {
+  const format::GgufTensorInfo* info = file_.find_tensor(name);
+  if (info == nullptr) return std::optional<TensorView>{};
+  CERA_ASSIGN_OR_RETURN(TensorView v, load(*info, shape, use));
+  return std::optional<TensorView>{v};
+}
+
+}  // namespace cera::model
