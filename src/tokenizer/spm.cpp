@@ -37,6 +37,23 @@ bool lower_priority(const Bigram& a, const Bigram& b) {
 
 }  // namespace
 
+struct SpmEncoder::Scratch {
+  std::string escaped;
+  std::vector<Symbol> symbols;
+  std::vector<Bigram> heap;
+};
+
+namespace {
+
+// True when a U+2581 starts at `at` and the character before it (if any) is not one.
+bool starts_space_run(std::string_view s, size_t at) {
+  if (s.compare(at, kEscapedSpace.size(), kEscapedSpace) != 0) return false;
+  return at == 0 || at < kEscapedSpace.size() ||
+         s.compare(at - kEscapedSpace.size(), kEscapedSpace.size(), kEscapedSpace) != 0;
+}
+
+}  // namespace
+
 SpmEncoder::SpmEncoder(const Vocab& vocab) {
   for (int b = 0; b < 256; ++b) {
     char hex[8];
@@ -47,11 +64,23 @@ SpmEncoder::SpmEncoder(const Vocab& vocab) {
     if (id == kNoToken) id = vocab.special().unk;
     byte_token_[static_cast<size_t>(b)] = id;
   }
+  split_at_spaces_ = true;
+  for (int32_t id = 0; id < vocab.n_tokens() && split_at_spaces_; ++id) {
+    const std::string_view t = vocab.text(id);
+    for (size_t at = t.find(kEscapedSpace, 1); at != std::string_view::npos;
+         at = t.find(kEscapedSpace, at + 1)) {
+      if (starts_space_run(t, at)) {
+        split_at_spaces_ = false;
+        break;
+      }
+    }
+  }
 }
 
 void SpmEncoder::encode(const Vocab& vocab, std::string_view text, bool space_prefix,
                         std::vector<int32_t>& out) const {
-  std::string escaped;
+  Scratch scratch;
+  std::string& escaped = scratch.escaped;
   escaped.reserve((text.size() + 1) * 3);
   if (space_prefix) escaped.append(kEscapedSpace);
   for (char c : text) {
@@ -61,11 +90,28 @@ void SpmEncoder::encode(const Vocab& vocab, std::string_view text, bool space_pr
       escaped.push_back(c);
     }
   }
-  if (escaped.empty()) return;
   const std::string_view s = escaped;
+  if (!split_at_spaces_) {
+    encode_chunk(vocab, s, scratch, out);
+    return;
+  }
+  size_t chunk = 0;
+  for (size_t at = s.find(kEscapedSpace, 1); at != std::string_view::npos;
+       at = s.find(kEscapedSpace, at + 1)) {
+    if (!starts_space_run(s, at)) continue;
+    encode_chunk(vocab, s.substr(chunk, at - chunk), scratch, out);
+    chunk = at;
+  }
+  encode_chunk(vocab, s.substr(chunk), scratch, out);
+}
 
-  std::vector<Symbol> symbols;
-  symbols.reserve(s.size());
+void SpmEncoder::encode_chunk(const Vocab& vocab, std::string_view s, Scratch& scratch,
+                              std::vector<int32_t>& out) const {
+  if (s.empty()) return;
+  std::vector<Symbol>& symbols = scratch.symbols;
+  std::vector<Bigram>& heap = scratch.heap;
+  symbols.clear();
+  heap.clear();
   // One symbol per character. An invalid byte is a symbol of its own (llama.cpp trusts the lead
   // byte instead and can swallow the next character, even an escaped space, into a bad one).
   for (size_t at = 0; at < s.size();) {
@@ -78,8 +124,6 @@ void SpmEncoder::encode(const Vocab& vocab, std::string_view text, bool space_pr
     at += len;
   }
 
-  std::vector<Bigram> heap;
-  heap.reserve(symbols.size());
   auto try_add = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
     const Symbol& l = symbols[static_cast<size_t>(left)];

@@ -22,6 +22,14 @@ class SpmEncoder {
               std::vector<int32_t>& out) const;
 
  private:
+  struct Scratch;
+  void encode_chunk(const Vocab& vocab, std::string_view s, Scratch& scratch,
+                    std::vector<int32_t>& out) const;
+
+  // True when no token has U+2581 right after another character than U+2581: then no merge can
+  // cross the start of a space run, and each chunk between such points is merged on its own
+  // (same result, small heaps: ~10x faster on long text).
+  bool split_at_spaces_ = false;
   // The token for each raw byte: <0xXX>, else the one-byte text, else unk, else kNoToken.
   std::array<int32_t, 256> byte_token_{};
 };

@@ -138,13 +138,14 @@ Status Vocab::load_tokens(const format::GgufFile& file) {
   offsets_[n] = at;
 
   piece_to_id_.reserve(n);
+  auto text_of = [this](int32_t id) { return text(id); };
   for (size_t i = 0; i < n; ++i) {
     const int32_t id = static_cast<int32_t>(i);
     if (offsets_[i + 1] == offsets_[i]) continue;  // an empty token can never be matched
-    auto [pos, inserted] = piece_to_id_.emplace(text(id), id);
-    if (!inserted) {
+    const int32_t earlier = piece_to_id_.insert(text(id), id, text_of);
+    if (earlier != PieceMap::kAbsent) {
       return key_error(kKeyTokens, "duplicate token '" + std::string(text(id)) + "' at ids " +
-                                       std::to_string(pos->second) + " and " + std::to_string(i));
+                                       std::to_string(earlier) + " and " + std::to_string(i));
     }
   }
   return ok_status();

@@ -1,16 +1,16 @@
 // The vocabulary of a GGUF file (tokenizer.ggml.* keys): token texts, scores, types, special ids
-// and flags, validated once. Token texts live in one contiguous buffer and the piece->id map keys
-// are views into it, so lookups by string_view never allocate.
+// and flags, validated once. Token texts live in one contiguous buffer; the piece->id map stores
+// ids only and compares against that buffer, so lookups by string_view never allocate.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
 #include "format/gguf.h"
+#include "tokenizer/piece_map.h"
 
 namespace cera::tokenizer {
 
@@ -57,18 +57,12 @@ struct VocabFlags {
   bool strip_accents = false;     // WordPiece normalizer
 };
 
-// Hash for string_view keys that also accepts std::string, so find() never builds a string.
-struct PieceHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
 class Vocab {
  public:
   // Reads and validates every tokenizer.ggml.* key; an inconsistency is an error naming the key.
   static Result<Vocab> from_gguf(const format::GgufFile& file);
 
-  // Movable (the map's views point into texts_, whose heap buffer a vector move keeps).
+  // Movable (the piece map holds ids only; texts are looked up through text()).
   Vocab(Vocab&&) = default;
   Vocab& operator=(Vocab&&) = default;
   Vocab(const Vocab&) = delete;
@@ -92,8 +86,7 @@ class Vocab {
   }
   // The id whose text is exactly `piece`, or kNoToken (empty tokens are never found).
   int32_t find(std::string_view piece) const {
-    auto it = piece_to_id_.find(piece);
-    return it == piece_to_id_.end() ? kNoToken : it->second;
+    return piece_to_id_.find(piece, [this](int32_t id) { return text(id); });
   }
   size_t max_token_bytes() const { return max_token_bytes_; }
 
@@ -115,7 +108,7 @@ class Vocab {
   std::vector<size_t> offsets_;   // n_tokens + 1 offsets into texts_
   std::vector<float> scores_;     // empty when the file has none
   std::vector<TokenType> types_;  // one per token
-  std::unordered_map<std::string_view, int32_t, PieceHash, std::equal_to<>> piece_to_id_;
+  PieceMap piece_to_id_;
   size_t max_token_bytes_ = 0;
   SpecialIds special_;
   VocabFlags flags_;
