@@ -57,7 +57,7 @@ bool is_other(const CpText& t, size_t i, uint8_t not_other) { return (t.cls[i] &
 }  // namespace
 
 // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-size_t match_gpt2(const CpText& t, size_t i, size_t end) {
+static size_t match_gpt2(const CpText& t, size_t i, size_t end) {
   if (const size_t n = contraction(t, i, end, false)) return i + n;
   const bool space = t.cp[i] == ' ' && i + 1 < end;
   for (uint8_t cls : {kLetter, kNumber}) {
@@ -105,19 +105,19 @@ constexpr size_t kUnbounded = static_cast<size_t>(-1) / 2;
 
 }  // namespace
 
-size_t match_llama3(const CpText& t, size_t i, size_t end) {
+static size_t match_llama3(const CpText& t, size_t i, size_t end) {
   return match_words(t, i, end, {.max_digits = 3, .marks_are_letters = false, .newlines_after_other = true});
 }
-size_t match_qwen2(const CpText& t, size_t i, size_t end) {
+static size_t match_qwen2(const CpText& t, size_t i, size_t end) {
   return match_words(t, i, end, {.max_digits = 1, .marks_are_letters = false, .newlines_after_other = true});
 }
-size_t match_qwen35(const CpText& t, size_t i, size_t end) {
+static size_t match_qwen35(const CpText& t, size_t i, size_t end) {
   return match_words(t, i, end, {.max_digits = 1, .marks_are_letters = true, .newlines_after_other = true});
 }
-size_t match_seed_coder(const CpText& t, size_t i, size_t end) {
+static size_t match_seed_coder(const CpText& t, size_t i, size_t end) {
   return match_words(t, i, end, {.max_digits = 1, .marks_are_letters = false, .newlines_after_other = false});
 }
-size_t match_minicpm5(const CpText& t, size_t i, size_t end) {
+static size_t match_minicpm5(const CpText& t, size_t i, size_t end) {
   return match_words(t, i, end,
                      {.max_digits = kUnbounded, .marks_are_letters = false, .newlines_after_other = true});
 }
@@ -170,10 +170,10 @@ size_t match_cased(const CpText& t, size_t i, size_t end, const CasedRules& r) {
 
 }  // namespace
 
-size_t match_tekken(const CpText& t, size_t i, size_t end) {
+static size_t match_tekken(const CpText& t, size_t i, size_t end) {
   return match_cased(t, i, end, {.max_digits = 1, .contraction_suffix = false});
 }
-size_t match_gpt4o(const CpText& t, size_t i, size_t end) {
+static size_t match_gpt4o(const CpText& t, size_t i, size_t end) {
   return match_cased(t, i, end, {.max_digits = 3, .contraction_suffix = true});
 }
 
@@ -181,7 +181,7 @@ size_t match_gpt4o(const CpText& t, size_t i, size_t end) {
 //  ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 // Unlike the others this regex has no \p{N} branch: a lone digit stays unmatched (the first
 // stage of the DeepSeek V3 sequence has already isolated digit groups).
-size_t match_deepseek_v3(const CpText& t, size_t i, size_t end) {
+static size_t match_deepseek_v3(const CpText& t, size_t i, size_t end) {
   const uint32_t c = t.cp[i];
   auto ascii_alpha = [&](size_t j) {
     const uint32_t x = t.cp[j] | 0x20;
@@ -199,6 +199,35 @@ size_t match_deepseek_v3(const CpText& t, size_t i, size_t end) {
   if (t.has(i, kPs)) return newline_tail(t, t.run_of(i, end, kPs), end, false);
   if (t.has(i, kSpace)) return space_run_with_newlines(t, i, end);
   return i;
+}
+
+// Stages: each instantiates the scan loop with its matcher inlined.
+void stage_gpt2(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+  run_stage<match_gpt2>(t, in, out);
+}
+void stage_llama3(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+  run_stage<match_llama3>(t, in, out);
+}
+void stage_qwen2(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+  run_stage<match_qwen2>(t, in, out);
+}
+void stage_qwen35(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+  run_stage<match_qwen35>(t, in, out);
+}
+void stage_seed_coder(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+  run_stage<match_seed_coder>(t, in, out);
+}
+void stage_minicpm5(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+  run_stage<match_minicpm5>(t, in, out);
+}
+void stage_tekken(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+  run_stage<match_tekken>(t, in, out);
+}
+void stage_gpt4o(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+  run_stage<match_gpt4o>(t, in, out);
+}
+void stage_deepseek_v3(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+  run_stage<match_deepseek_v3>(t, in, out);
 }
 
 }  // namespace cera::tokenizer::pretok

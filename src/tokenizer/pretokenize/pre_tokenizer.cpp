@@ -13,7 +13,7 @@ namespace cera::tokenizer {
 namespace {
 
 using pretok::CpText;
-using pretok::Matcher;
+using pretok::Stage;
 using pretok::Span;
 namespace m = pretok;
 
@@ -77,31 +77,31 @@ constexpr NameEntry kNames[] = {
 
 // The regex sequences (llama-vocab.cpp's regex_exprs, with tokenizer.json's original
 // single-regex forms where llama.cpp rewrote them; see matchers.h for each regex).
-constexpr Matcher kDefaultStages[] = {m::match_punct_run_default, m::match_gpt2, m::match_numbers,
-                                      m::match_ascii_digit_triple};
-constexpr Matcher kGpt2Stages[] = {m::match_gpt2};
-constexpr Matcher kLlama3Stages[] = {m::match_llama3};
-constexpr Matcher kQwen2Stages[] = {m::match_qwen2};
-constexpr Matcher kQwen35Stages[] = {m::match_qwen35};
-constexpr Matcher kStarcoderStages[] = {m::match_number, m::match_gpt2};
-constexpr Matcher kDeepseekCoderStages[] = {m::match_cr_or_lf, m::match_space_letters, m::match_space_punct,
-                                            m::match_cjk_hangul_run, m::match_number};
-constexpr Matcher kDeepseekLlmStages[] = {m::match_cr_or_lf,        m::match_deepseek_letters,
-                                          m::match_deepseek_punct,  m::match_trailing_space,
-                                          m::match_cjk_hangul_run,  m::match_numbers};
-constexpr Matcher kDeepseekV3Stages[] = {m::match_numbers_1_3, m::match_cjk_kana_run, m::match_deepseek_v3};
-constexpr Matcher kFalconStages[] = {m::match_punct_run_falcon, m::match_gpt2, m::match_ascii_digit_triple};
-constexpr Matcher kPoroStages[] = {m::match_poro};
-constexpr Matcher kVikingStages[] = {m::match_poro, m::match_number};
-constexpr Matcher kTekkenStages[] = {m::match_tekken};
-constexpr Matcher kGpt4oStages[] = {m::match_gpt4o};
-constexpr Matcher kSeedCoderStages[] = {m::match_seed_coder};
-constexpr Matcher kMinicpm5Stages[] = {m::match_numbers_1_3, m::match_minicpm5};
-constexpr Matcher kNewlineRunsStages[] = {m::match_newline_runs};
-constexpr Matcher kLagunaStages[] = {m::match_newline_runs, m::match_qwen2};
-constexpr Matcher kWhitespaceStages[] = {m::match_non_space_run};
+constexpr Stage kDefaultStages[] = {m::stage_punct_run_default, m::stage_gpt2, m::stage_numbers,
+                                      m::stage_ascii_digit_triple};
+constexpr Stage kGpt2Stages[] = {m::stage_gpt2};
+constexpr Stage kLlama3Stages[] = {m::stage_llama3};
+constexpr Stage kQwen2Stages[] = {m::stage_qwen2};
+constexpr Stage kQwen35Stages[] = {m::stage_qwen35};
+constexpr Stage kStarcoderStages[] = {m::stage_number, m::stage_gpt2};
+constexpr Stage kDeepseekCoderStages[] = {m::stage_cr_or_lf, m::stage_space_letters, m::stage_space_punct,
+                                            m::stage_cjk_hangul_run, m::stage_number};
+constexpr Stage kDeepseekLlmStages[] = {m::stage_cr_or_lf,        m::stage_deepseek_letters,
+                                          m::stage_deepseek_punct,  m::stage_trailing_space,
+                                          m::stage_cjk_hangul_run,  m::stage_numbers};
+constexpr Stage kDeepseekV3Stages[] = {m::stage_numbers_1_3, m::stage_cjk_kana_run, m::stage_deepseek_v3};
+constexpr Stage kFalconStages[] = {m::stage_punct_run_falcon, m::stage_gpt2, m::stage_ascii_digit_triple};
+constexpr Stage kPoroStages[] = {m::stage_poro};
+constexpr Stage kVikingStages[] = {m::stage_poro, m::stage_number};
+constexpr Stage kTekkenStages[] = {m::stage_tekken};
+constexpr Stage kGpt4oStages[] = {m::stage_gpt4o};
+constexpr Stage kSeedCoderStages[] = {m::stage_seed_coder};
+constexpr Stage kMinicpm5Stages[] = {m::stage_numbers_1_3, m::stage_minicpm5};
+constexpr Stage kNewlineRunsStages[] = {m::stage_newline_runs};
+constexpr Stage kLagunaStages[] = {m::stage_newline_runs, m::stage_qwen2};
+constexpr Stage kWhitespaceStages[] = {m::stage_non_space_run};
 
-std::span<const Matcher> stages(PreTokenizer kind) {
+std::span<const Stage> stages(PreTokenizer kind) {
   switch (kind) {
     case PreTokenizer::kDefault: return kDefaultStages;
     case PreTokenizer::kGpt2: return kGpt2Stages;
@@ -124,25 +124,6 @@ std::span<const Matcher> stages(PreTokenizer kind) {
     case PreTokenizer::kWhitespace: return kWhitespaceStages;
   }
   return kGpt2Stages;  // unreachable for valid enum values
-}
-
-// Leftmost-first search of one regex over one piece; matches and the gaps between them are
-// emitted in order, so the emitted spans tile the piece exactly.
-template <typename Emit>
-void split_piece(const CpText& t, Matcher match, Span piece, Emit&& emit) {
-  size_t gap = piece.begin;
-  size_t i = piece.begin;
-  while (i < piece.end) {
-    const size_t e = match(t, i, piece.end);
-    if (e > i) {
-      if (gap < i) emit(Span{gap, i});
-      emit(Span{i, e});
-      i = gap = e;
-    } else {
-      ++i;
-    }
-  }
-  if (gap < piece.end) emit(Span{gap, piece.end});
 }
 
 struct Scratch {
@@ -192,20 +173,19 @@ void pre_tokenize(PreTokenizer kind, std::string_view text, std::vector<std::str
   CpText& t = scratch.text;
   t.assign(text);
 
-  auto emit_word = [&](Span s) {
-    words.emplace_back(text.data() + t.off[s.begin], t.off[s.end] - t.off[s.begin]);
-  };
-  const std::span<const Matcher> seq = stages(kind);
-  // All stages but the last produce spans; the last writes the views directly.
+  // Each stage re-splits every piece of the previous one (ping-pong between two buffers).
   std::vector<Span>* in = &scratch.a;
   std::vector<Span>* out = &scratch.b;
   in->assign(1, Span{0, t.size()});
-  for (size_t s = 0; s + 1 < seq.size(); ++s) {
+  for (const Stage stage : stages(kind)) {
     out->clear();
-    for (const Span piece : *in) split_piece(t, seq[s], piece, [&](Span x) { out->push_back(x); });
+    stage(t, *in, *out);
     std::swap(in, out);
   }
-  for (const Span piece : *in) split_piece(t, seq.back(), piece, emit_word);
+  words.reserve(in->size());
+  for (const Span s : *in) {
+    words.emplace_back(text.data() + t.off[s.begin], t.off[s.end] - t.off[s.begin]);
+  }
 }
 
 }  // namespace cera::tokenizer
