@@ -1,0 +1,221 @@
+// Prompt processing in n_batch chunks (one forward each, logits only where asked), generation one
+// token per forward, context shift when the cache is full, stop strings held back until they can
+// no longer match.
+#include "runtime/session.h"
+
+#include <algorithm>
+
+namespace cera::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Length of the longest suffix of `text` that is a proper prefix of some stop string: those
+// bytes must be held back because the next piece could complete a stop string.
+size_t held_suffix(std::string_view text, const std::vector<std::string>& stops) {
+  size_t held = 0;
+  for (const std::string& stop : stops) {
+    for (size_t n = std::min(text.size(), stop.size() - 1); n > held; --n) {
+      if (text.substr(text.size() - n) == std::string_view(stop).substr(0, n)) {
+        held = n;
+        break;
+      }
+    }
+  }
+  return held;
+}
+
+}  // namespace
+
+const char* stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::kEndOfGeneration: return "end of generation";
+    case StopReason::kMaxTokens: return "token limit";
+    case StopReason::kStopString: return "stop string";
+    case StopReason::kCancelled: return "cancelled";
+    case StopReason::kContextFull: return "context full";
+  }
+  return "?";
+}
+
+Session::Session(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, SessionOptions options,
+                 int32_t n_ctx)
+    : model_(&model), tokenizer_(std::move(tokenizer)), cache_(std::move(cache)), options_(options), n_ctx_(n_ctx) {
+  seq_ = cache_.new_sequence();
+}
+
+Result<std::unique_ptr<Session>> Session::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                                 const SessionOptions& options) {
+  const int32_t n_ctx = options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx_train;
+  if (n_ctx <= 0) return invalid_argument("context size must be > 0");
+  if (options.n_batch <= 0) return invalid_argument("n_batch must be > 0");
+  if (tokenizer.n_vocab() > model.hparams().n_vocab) {
+    return invalid_argument("the vocabulary has " + std::to_string(tokenizer.n_vocab()) + " tokens but the model only " +
+                            std::to_string(model.hparams().n_vocab));
+  }
+  CERA_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model, {.n_slots = n_ctx, .block_size = options.kv_block_size}));
+  return std::unique_ptr<Session>(new Session(model, tokenizer, std::move(cache), options, n_ctx));
+}
+
+std::span<const float> Session::last_logits() const { return logits_; }
+
+void Session::reset() {
+  cache_.truncate(seq_, 0);
+  tokens_.clear();
+  pending_.reset();
+  logits_.clear();
+  all_logits_.clear();
+  n_keep_ = 0;
+}
+
+Status Session::append_text(std::string_view text, bool add_bos, bool parse_special) {
+  tokenizer::EncodeOptions enc;
+  enc.add_special = add_bos && tokens_.empty() && !pending_;
+  enc.parse_special = parse_special;
+  const std::vector<int32_t> ids = tokenizer_.encode(text, enc);
+  return append_tokens(ids);
+}
+
+Status Session::append_tokens(std::span<const int32_t> tokens, bool all_logits) {
+  CERA_RETURN_IF_ERROR(flush_pending());
+  const bool first = tokens_.empty();
+  const auto t0 = Clock::now();
+  CERA_RETURN_IF_ERROR(evaluate(tokens, all_logits));
+  stats_.prompt_seconds += seconds_since(t0);
+  stats_.n_prompt_tokens += static_cast<int64_t>(tokens.size());
+  if (first) {
+    n_keep_ = options_.n_keep < 0 ? static_cast<int32_t>(tokens_.size()) : std::min<int32_t>(options_.n_keep, n_ctx_ / 2);
+  }
+  return {};
+}
+
+Status Session::flush_pending() {
+  if (!pending_) return {};
+  const int32_t token = *pending_;
+  pending_.reset();
+  return evaluate({&token, 1}, false);
+}
+
+Status Session::make_room(int32_t n_tokens) {
+  const int32_t len = cache_.length(seq_);
+  if (len + n_tokens <= n_ctx_) return {};
+  if (!options_.context_shift || n_tokens > n_ctx_ / 2) {
+    return out_of_range("context is full: " + std::to_string(len) + " + " + std::to_string(n_tokens) + " tokens exceed " +
+                        std::to_string(n_ctx_));
+  }
+  // llama.cpp's rule: keep the first n_keep, drop half of the rest.
+  const int32_t keep = std::min(n_keep_, len - 1);
+  const int32_t discard = std::max(1, (len - keep) / 2);
+  cache_.shift(seq_, keep, discard, model_->rope_params());
+  tokens_.erase(tokens_.begin() + keep, tokens_.begin() + keep + discard);
+  ++stats_.n_context_shifts;
+  return make_room(n_tokens);
+}
+
+Status Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
+  const int32_t n_vocab = model_->hparams().n_vocab;
+  if (all_logits) all_logits_.clear();
+  for (size_t first = 0; first < tokens.size(); first += options_.n_batch) {
+    const auto chunk = tokens.subspan(first, std::min<size_t>(options_.n_batch, tokens.size() - first));
+    const int32_t n = static_cast<int32_t>(chunk.size());
+    const bool last_chunk = first + chunk.size() == tokens.size();
+    CERA_RETURN_IF_ERROR(make_room(n));
+    const int32_t start = cache_.length(seq_);
+    slots_.clear();
+    CERA_RETURN_IF_ERROR(cache_.append(seq_, n, slots_));
+    positions_.resize(n);
+    token_seq_.assign(n, 0);
+    for (int32_t i = 0; i < n; ++i) positions_[i] = start + i;
+    outputs_.clear();
+    if (all_logits) {
+      for (int32_t i = 0; i < n; ++i) outputs_.push_back(i);
+    } else if (last_chunk) {
+      outputs_.push_back(n - 1);
+    }
+    const auto table = cache_.block_table(seq_);
+    table_offset_ = {0, static_cast<int32_t>(table.size())};
+    const model::ForwardBatch batch{.tokens = chunk,
+                                    .attention = {.positions = positions_,
+                                                  .token_seq = token_seq_,
+                                                  .block_tables = table,
+                                                  .table_offset = table_offset_},
+                                    .kv_slots = slots_,
+                                    .output_rows = outputs_};
+    std::vector<float>& out = all_logits ? all_logits_ : logits_;
+    const size_t base = all_logits ? out.size() : 0;
+    out.resize(base + outputs_.size() * n_vocab);
+    const Status st = model_->forward(batch, cache_.layers(), std::span(out).subspan(base));
+    if (!st.ok()) {
+      cache_.truncate(seq_, start);
+      return st;
+    }
+    tokens_.insert(tokens_.end(), chunk.begin(), chunk.end());
+  }
+  if (all_logits && !tokens.empty()) {
+    logits_.assign(all_logits_.end() - n_vocab, all_logits_.end());
+  }
+  return {};
+}
+
+Result<GenerateResult> Session::generate(const GenerateOptions& options, const TextSink& sink) {
+  cancelled_.store(false);
+  CERA_RETURN_IF_ERROR(flush_pending());
+  if (logits_.empty()) return invalid_argument("nothing to continue from: append a prompt (or BOS) first");
+  GenerateResult result;
+  Sampler sampler(options.sampling);
+  tokenizer::StreamDecoder decoder(tokenizer_);
+  std::string held;  // decoded text not yet handed to the sink
+  auto emit = [&](size_t n) {
+    if (n == 0) return;
+    const std::string_view out(held.data(), n);
+    if (sink) sink(out);
+    result.text.append(out);
+    held.erase(0, n);
+  };
+  const auto t0 = Clock::now();
+  bool stopped = false;
+  while (!stopped) {
+    if (result.n_generated >= options.max_tokens) {
+      result.reason = StopReason::kMaxTokens;
+      break;
+    }
+    if (cancelled_.load()) {
+      result.reason = StopReason::kCancelled;
+      break;
+    }
+    const int32_t token = sampler.sample(logits_, tokens_);
+    if (options.stop_at_end_of_generation && tokenizer_.is_end_of_generation(token)) {
+      result.reason = StopReason::kEndOfGeneration;
+      break;
+    }
+    ++result.n_generated;
+    decoder.push(token, held);
+    for (const std::string& stop : options.stop) {
+      if (const size_t at = held.find(stop); !stop.empty() && at != std::string::npos) {
+        held.resize(at);
+        result.reason = StopReason::kStopString;
+        stopped = true;
+      }
+    }
+    if (stopped) break;
+    emit(held.size() - held_suffix(held, options.stop));
+    if (result.n_generated >= options.max_tokens) {
+      pending_ = token;  // evaluated lazily, only if the conversation goes on
+      continue;
+    }
+    if (!options_.context_shift && cache_.length(seq_) + 1 > n_ctx_) {
+      pending_ = token;
+      result.reason = StopReason::kContextFull;
+      break;
+    }
+    CERA_RETURN_IF_ERROR(evaluate({&token, 1}, false));
+  }
+  if (result.reason != StopReason::kStopString) decoder.finish(held);
+  emit(held.size());
+  stats_.n_generated_tokens += result.n_generated;
+  stats_.generation_seconds += seconds_since(t0);
+  return result;
+}
+
+}  // namespace cera::runtime
