@@ -29,14 +29,19 @@ constexpr std::array<uint8_t, 128> make_ascii_table() {
   std::array<uint8_t, 128> t{};
   for (uint32_t c = 0; c < 128; ++c) {
     uint8_t bits = 0;
-    if ((c >= 9 && c <= 13) || c == ' ') bits = kSpace;
-    else if (c >= '0' && c <= '9') bits = kNumber;
-    else if (c >= 'A' && c <= 'Z') bits = kLetter | kUpperish;
-    else if (c >= 'a' && c <= 'z') bits = kLetter | kLowerish;
+    if ((c >= 9 && c <= 13) || c == ' ')
+      bits = kSpace;
+    else if (c >= '0' && c <= '9')
+      bits = kNumber;
+    else if (c >= 'A' && c <= 'Z')
+      bits = kLetter | kUpperish;
+    else if (c >= 'a' && c <= 'z')
+      bits = kLetter | kLowerish;
     else if (c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' || c == '`' ||
              c == '|' || c == '~')
       bits = kSymbol;
-    else if (c > ' ' && c < 127) bits = kPunct;
+    else if (c > ' ' && c < 127)
+      bits = kPunct;
     t[c] = bits;  // other controls (Cc) have no class bits
   }
   return t;

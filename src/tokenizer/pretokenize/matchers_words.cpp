@@ -19,9 +19,13 @@ size_t contraction(const CpText& t, size_t i, size_t end, bool any_case) {
     return c == 0x17F ? 's' : c;
   };
   switch (fold(i + 1)) {
-    case 's': case 't': case 'm': case 'd':
+    case 's':
+    case 't':
+    case 'm':
+    case 'd':
       return 2;
-    case 'r': case 'v':
+    case 'r':
+    case 'v':
       return (i + 2 < end && fold(i + 2) == 'e') ? 3 : 0;
     case 'l':
       return (i + 2 < end && fold(i + 2) == 'l') ? 3 : 0;
@@ -52,7 +56,9 @@ size_t newline_tail(const CpText& t, size_t k, size_t end, bool with_slash) {
   return k;
 }
 
-bool is_other(const CpText& t, size_t i, uint8_t not_other) { return (t.cls[i] & not_other) == 0; }
+bool is_other(const CpText& t, size_t i, uint8_t not_other) {
+  return (t.cls[i] & not_other) == 0;
+}
 
 }  // namespace
 
@@ -74,9 +80,9 @@ static size_t match_gpt2(const CpText& t, size_t i, size_t end) {
 namespace {
 
 // The Llama 3 / Qwen 2 family:
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?LETTERS+|\p{N}{1,MAX}| ?OTHER+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-// LETTERS is \p{L} ([\p{L}\p{M}] for Qwen 3.5), OTHER is [^\s\p{L}\p{N}] (also minus \p{M}
-// for Qwen 3.5); seed-coder has no [\r\n]* after OTHER+.
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?LETTERS+|\p{N}{1,MAX}|
+// ?OTHER+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ LETTERS is \p{L} ([\p{L}\p{M}] for Qwen 3.5), OTHER is
+// [^\s\p{L}\p{N}] (also minus \p{M} for Qwen 3.5); seed-coder has no [\r\n]* after OTHER+.
 struct WordRules {
   size_t max_digits;
   bool marks_are_letters;
@@ -106,27 +112,33 @@ constexpr size_t kUnbounded = static_cast<size_t>(-1) / 2;
 }  // namespace
 
 static size_t match_llama3(const CpText& t, size_t i, size_t end) {
-  return match_words(t, i, end, {.max_digits = 3, .marks_are_letters = false, .newlines_after_other = true});
+  return match_words(t, i, end,
+                     {.max_digits = 3, .marks_are_letters = false, .newlines_after_other = true});
 }
 static size_t match_qwen2(const CpText& t, size_t i, size_t end) {
-  return match_words(t, i, end, {.max_digits = 1, .marks_are_letters = false, .newlines_after_other = true});
+  return match_words(t, i, end,
+                     {.max_digits = 1, .marks_are_letters = false, .newlines_after_other = true});
 }
 static size_t match_qwen35(const CpText& t, size_t i, size_t end) {
-  return match_words(t, i, end, {.max_digits = 1, .marks_are_letters = true, .newlines_after_other = true});
+  return match_words(t, i, end,
+                     {.max_digits = 1, .marks_are_letters = true, .newlines_after_other = true});
 }
 static size_t match_seed_coder(const CpText& t, size_t i, size_t end) {
-  return match_words(t, i, end, {.max_digits = 1, .marks_are_letters = false, .newlines_after_other = false});
+  return match_words(t, i, end,
+                     {.max_digits = 1, .marks_are_letters = false, .newlines_after_other = false});
 }
 static size_t match_minicpm5(const CpText& t, size_t i, size_t end) {
-  return match_words(t, i, end,
-                     {.max_digits = kUnbounded, .marks_are_letters = false, .newlines_after_other = true});
+  return match_words(
+      t, i, end,
+      {.max_digits = kUnbounded, .marks_are_letters = false, .newlines_after_other = true});
 }
 
 namespace {
 
 // o200k / tekken, with U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and W = [\p{Ll}\p{Lm}\p{Lo}\p{M}]:
-// [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,MAX}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
-// where C is (?i:'s|'t|'re|'ve|'m|'ll|'d) for o200k and absent for tekken.
+// [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,MAX}|
+// ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ where C is (?i:'s|'t|'re|'ve|'m|'ll|'d) for
+// o200k and absent for tekken.
 struct CasedRules {
   size_t max_digits;
   bool contraction_suffix;
@@ -190,43 +202,45 @@ static size_t match_deepseek_v3(const CpText& t, size_t i, size_t end) {
   const bool ascii_punct = c < 0x80 && t.has(i, kPunct | kSymbol);
   if (ascii_punct && i + 1 < end && ascii_alpha(i + 1)) return t.run(i + 1, end, ascii_alpha);
   constexpr uint8_t kWord = kLetter | kMark;
-  if (!t.is_crlf(i) && !t.has(i, kLetter | kPunct | kSymbol) && i + 1 < end && t.has(i + 1, kWord)) {
+  if (!t.is_crlf(i) && !t.has(i, kLetter | kPunct | kSymbol) && i + 1 < end &&
+      t.has(i + 1, kWord)) {
     return t.run_of(i + 1, end, kWord);
   }
   if (t.has(i, kWord)) return t.run_of(i, end, kWord);
   constexpr uint8_t kPs = kPunct | kSymbol;
-  if (c == ' ' && i + 1 < end && t.has(i + 1, kPs)) return newline_tail(t, t.run_of(i + 1, end, kPs), end, false);
+  if (c == ' ' && i + 1 < end && t.has(i + 1, kPs))
+    return newline_tail(t, t.run_of(i + 1, end, kPs), end, false);
   if (t.has(i, kPs)) return newline_tail(t, t.run_of(i, end, kPs), end, false);
   if (t.has(i, kSpace)) return space_run_with_newlines(t, i, end);
   return i;
 }
 
 // Stages: each instantiates the scan loop with its matcher inlined.
-void stage_gpt2(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+void stage_gpt2(const CpText& t, const Pieces& in, Pieces& out) {
   run_stage<match_gpt2>(t, in, out);
 }
-void stage_llama3(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+void stage_llama3(const CpText& t, const Pieces& in, Pieces& out) {
   run_stage<match_llama3>(t, in, out);
 }
-void stage_qwen2(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+void stage_qwen2(const CpText& t, const Pieces& in, Pieces& out) {
   run_stage<match_qwen2>(t, in, out);
 }
-void stage_qwen35(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+void stage_qwen35(const CpText& t, const Pieces& in, Pieces& out) {
   run_stage<match_qwen35>(t, in, out);
 }
-void stage_seed_coder(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+void stage_seed_coder(const CpText& t, const Pieces& in, Pieces& out) {
   run_stage<match_seed_coder>(t, in, out);
 }
-void stage_minicpm5(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+void stage_minicpm5(const CpText& t, const Pieces& in, Pieces& out) {
   run_stage<match_minicpm5>(t, in, out);
 }
-void stage_tekken(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+void stage_tekken(const CpText& t, const Pieces& in, Pieces& out) {
   run_stage<match_tekken>(t, in, out);
 }
-void stage_gpt4o(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+void stage_gpt4o(const CpText& t, const Pieces& in, Pieces& out) {
   run_stage<match_gpt4o>(t, in, out);
 }
-void stage_deepseek_v3(const CpText& t, const std::vector<Span>& in, std::vector<Span>& out) {
+void stage_deepseek_v3(const CpText& t, const Pieces& in, Pieces& out) {
   run_stage<match_deepseek_v3>(t, in, out);
 }
 

@@ -18,14 +18,16 @@ namespace cera::tokenizer {
 // ORIGINAL tokenizer.json semantics are reproduced (they differ only on rare code points
 // such as U+017F LATIN SMALL LETTER LONG S after an apostrophe).
 enum class PreTokenizer : uint8_t {
-  kDefault,        // "default" (llama.cpp's fallback for BPE): punctuation runs, GPT-2, digit runs, triples
+  kDefault,        // "default" (llama.cpp's fallback for BPE): punctuation runs, GPT-2, digit runs,
+                   // triples
   kGpt2,           // GPT-2 byte-level regex
   kLlama3,         // Llama 3 / tiktoken cl100k style, digits in groups of up to 3
   kQwen2,          // as kLlama3 but single digits
   kQwen35,         // as kQwen2 with combining marks joined to letters
   kStarcoder,      // single digits, then GPT-2
   kDeepseekCoder,  // newline, letters, punctuation, CJK runs, single digits
-  kDeepseekLlm,    // newline, Latin-ish letters, ASCII/fullwidth punctuation, trailing space, CJK, numbers
+  kDeepseekLlm,    // newline, Latin-ish letters, ASCII/fullwidth punctuation, trailing space, CJK,
+                   // numbers
   kDeepseekV3,     // digits up to 3, CJK/kana runs, then the DeepSeek V3 regex
   kFalcon,         // punctuation runs, GPT-2, digit triples
   kPoro,           // ` ?[^(\s|.,!?…。，、।۔،)]+`

@@ -14,13 +14,20 @@ Category category(uint32_t cp) {
   if (cp > kMaxCodePoint) return Category::Cn;
   const uint32_t block = gen::kCategoryStage1[cp >> gen::kCategoryBlockShift];
   const uint32_t mask = (1u << gen::kCategoryBlockShift) - 1;
-  return static_cast<Category>(gen::kCategoryStage2[(block << gen::kCategoryBlockShift) | (cp & mask)]);
+  return static_cast<Category>(
+      gen::kCategoryStage2[(block << gen::kCategoryBlockShift) | (cp & mask)]);
 }
 
 bool is_whitespace(uint32_t cp) {
   if (cp < 0x80) return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20;
   switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
     case 0x3000:
       return true;
     default:
@@ -76,8 +83,9 @@ std::span<const uint32_t> nfd(uint32_t cp) {
     return {kHangulTriples.data() + triple * 3, t == 0 ? 2u : 3u};
   }
   const auto* end = std::end(gen::kDecompositions);
-  const auto* it = std::lower_bound(std::begin(gen::kDecompositions), end, cp,
-                                    [](const gen::Decomposition& d, uint32_t c) { return d.cp < c; });
+  const auto* it =
+      std::lower_bound(std::begin(gen::kDecompositions), end, cp,
+                       [](const gen::Decomposition& d, uint32_t c) { return d.cp < c; });
   if (it == end || it->cp != cp) return {};
   return {gen::kDecompositionPool + it->offset, it->length};
 }
@@ -85,8 +93,9 @@ std::span<const uint32_t> nfd(uint32_t cp) {
 uint8_t combining_class(uint32_t cp) {
   if (cp < 0x300) return 0;
   const auto* end = std::end(gen::kCombiningRuns);
-  const auto* it = std::upper_bound(std::begin(gen::kCombiningRuns), end, cp,
-                                    [](uint32_t c, const gen::CombiningRun& r) { return c < r.first; });
+  const auto* it =
+      std::upper_bound(std::begin(gen::kCombiningRuns), end, cp,
+                       [](uint32_t c, const gen::CombiningRun& r) { return c < r.first; });
   if (it == std::begin(gen::kCombiningRuns)) return 0;
   const gen::CombiningRun& r = *(it - 1);
   return cp <= r.last ? r.ccc : 0;

@@ -41,31 +41,78 @@ size_t utf8_complete_prefix(std::string_view s);
 // The 30 Unicode general categories; the order groups the major classes contiguously
 // (L: Lu..Lo, M: Mn..Me, N: Nd..No, P: Pc..Po, S: Sm..So, Z: Zs..Zp, C: Cc..Cn).
 enum class Category : uint8_t {
-  Lu, Ll, Lt, Lm, Lo,
-  Mn, Mc, Me,
-  Nd, Nl, No,
-  Pc, Pd, Ps, Pe, Pi, Pf, Po,
-  Sm, Sc, Sk, So,
-  Zs, Zl, Zp,
-  Cc, Cf, Cs, Co, Cn,
+  Lu,
+  Ll,
+  Lt,
+  Lm,
+  Lo,
+  Mn,
+  Mc,
+  Me,
+  Nd,
+  Nl,
+  No,
+  Pc,
+  Pd,
+  Ps,
+  Pe,
+  Pi,
+  Pf,
+  Po,
+  Sm,
+  Sc,
+  Sk,
+  So,
+  Zs,
+  Zl,
+  Zp,
+  Cc,
+  Cf,
+  Cs,
+  Co,
+  Cn,
 };
 
 // Category of cp; values above U+10FFFF are Cn. O(1): a two-level table (ASCII: one load).
 Category category(uint32_t cp);
 
-inline bool is_letter(Category c) { return c <= Category::Lo; }
-inline bool is_mark(Category c) { return c >= Category::Mn && c <= Category::Me; }
-inline bool is_number(Category c) { return c >= Category::Nd && c <= Category::No; }
-inline bool is_punctuation(Category c) { return c >= Category::Pc && c <= Category::Po; }
-inline bool is_symbol(Category c) { return c >= Category::Sm && c <= Category::So; }
-inline bool is_separator(Category c) { return c >= Category::Zs && c <= Category::Zp; }
+inline bool is_letter(Category c) {
+  return c <= Category::Lo;
+}
+inline bool is_mark(Category c) {
+  return c >= Category::Mn && c <= Category::Me;
+}
+inline bool is_number(Category c) {
+  return c >= Category::Nd && c <= Category::No;
+}
+inline bool is_punctuation(Category c) {
+  return c >= Category::Pc && c <= Category::Po;
+}
+inline bool is_symbol(Category c) {
+  return c >= Category::Sm && c <= Category::So;
+}
+inline bool is_separator(Category c) {
+  return c >= Category::Zs && c <= Category::Zp;
+}
 
-inline bool is_letter(uint32_t cp) { return is_letter(category(cp)); }            // \p{L}
-inline bool is_mark(uint32_t cp) { return is_mark(category(cp)); }                // \p{M}
-inline bool is_number(uint32_t cp) { return is_number(category(cp)); }            // \p{N}
-inline bool is_punctuation(uint32_t cp) { return is_punctuation(category(cp)); }  // \p{P}
-inline bool is_symbol(uint32_t cp) { return is_symbol(category(cp)); }            // \p{S}
-inline bool is_separator(uint32_t cp) { return is_separator(category(cp)); }      // \p{Z}
+inline bool is_letter(uint32_t cp) {
+  return is_letter(category(cp));
+}  // \p{L}
+inline bool is_mark(uint32_t cp) {
+  return is_mark(category(cp));
+}  // \p{M}
+inline bool is_number(uint32_t cp) {
+  return is_number(category(cp));
+}  // \p{N}
+inline bool is_punctuation(uint32_t cp) {
+  return is_punctuation(category(cp));
+}  // \p{P}
+inline bool is_symbol(uint32_t cp) {
+  return is_symbol(category(cp));
+}  // \p{S}
+inline bool is_separator(uint32_t cp) {
+  return is_separator(category(cp));
+}  // \p{Z}
 
 // The Unicode White_Space property, i.e. what `\s` matches in Python's `regex` and in Rust's
 // regex: U+0009..U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029,

@@ -15,15 +15,22 @@ struct SecondByteRange {
 
 SecondByteRange second_byte_range(uint8_t lead) {
   switch (lead) {
-    case 0xE0: return {0xA0, 0xBF};
-    case 0xED: return {0x80, 0x9F};
-    case 0xF0: return {0x90, 0xBF};
-    case 0xF4: return {0x80, 0x8F};
-    default: return {0x80, 0xBF};
+    case 0xE0:
+      return {0xA0, 0xBF};
+    case 0xED:
+      return {0x80, 0x9F};
+    case 0xF0:
+      return {0x90, 0xBF};
+    case 0xF4:
+      return {0x80, 0x8F};
+    default:
+      return {0x80, 0xBF};
   }
 }
 
-bool is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
+bool is_continuation(uint8_t b) {
+  return (b & 0xC0) == 0x80;
+}
 
 }  // namespace
 

@@ -30,7 +30,8 @@ double mb_per_s(PreTokenizer kind, const std::string& text, size_t& n_words) {
   for (int r = 0; r < 5; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     pre_tokenize(kind, text, words);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   const double rate = static_cast<double>(text.size()) / 1e6 / best;
   n_words = words.size();
@@ -45,7 +46,8 @@ TEST(PreTokBench, DISABLED_Throughput) {
       8 << 20);
   const std::string mixed = repeat_to(
       "Café naïve résumé — Привет, мир! 你好，世界。こんにちは 한국어 "
-      "नमस्ते दुनिया 🙂👍🏽 1,234.5 ½ “quotes” and English words.\n",
+      "नमस्ते दुनिया 🙂👍🏽 1,234.5 ½ “quotes” and English "
+      "words.\n",
       8 << 20);
   std::printf("%-15s %12s %12s %10s\n", "pre-tokenizer", "ASCII MB/s", "mixed MB/s", "words/MB");
   for (int k = 0; k <= static_cast<int>(PreTokenizer::kWhitespace); ++k) {

@@ -18,12 +18,12 @@ namespace cera::tokenizer {
 namespace {
 
 constexpr PreTokenizer kAll[] = {
-    PreTokenizer::kDefault,     PreTokenizer::kGpt2,          PreTokenizer::kLlama3,
-    PreTokenizer::kQwen2,       PreTokenizer::kQwen35,        PreTokenizer::kStarcoder,
+    PreTokenizer::kDefault,       PreTokenizer::kGpt2,        PreTokenizer::kLlama3,
+    PreTokenizer::kQwen2,         PreTokenizer::kQwen35,      PreTokenizer::kStarcoder,
     PreTokenizer::kDeepseekCoder, PreTokenizer::kDeepseekLlm, PreTokenizer::kDeepseekV3,
-    PreTokenizer::kFalcon,      PreTokenizer::kPoro,          PreTokenizer::kViking,
-    PreTokenizer::kTekken,      PreTokenizer::kGpt4o,         PreTokenizer::kSeedCoder,
-    PreTokenizer::kMinicpm5,    PreTokenizer::kNewlineRuns,   PreTokenizer::kLaguna,
+    PreTokenizer::kFalcon,        PreTokenizer::kPoro,        PreTokenizer::kViking,
+    PreTokenizer::kTekken,        PreTokenizer::kGpt4o,       PreTokenizer::kSeedCoder,
+    PreTokenizer::kMinicpm5,      PreTokenizer::kNewlineRuns, PreTokenizer::kLaguna,
     PreTokenizer::kWhitespace,
 };
 
@@ -36,13 +36,18 @@ std::string unescape(std::string_view s) {
       continue;
     }
     const char c = s[++i];
-    if (c == 't') out.push_back('\t');
-    else if (c == 'n') out.push_back('\n');
-    else if (c == 'r') out.push_back('\r');
-    else if (c == '\\') out.push_back('\\');
+    if (c == 't')
+      out.push_back('\t');
+    else if (c == 'n')
+      out.push_back('\n');
+    else if (c == 'r')
+      out.push_back('\r');
+    else if (c == '\\')
+      out.push_back('\\');
     else if (c == 'u' && i + 1 < s.size() && s[i + 1] == '{') {
       const size_t close = s.find('}', i);
-      unicode::append_utf8(out, static_cast<uint32_t>(std::stoul(std::string(s.substr(i + 2, close - i - 2)), nullptr, 16)));
+      unicode::append_utf8(out, static_cast<uint32_t>(std::stoul(
+                                    std::string(s.substr(i + 2, close - i - 2)), nullptr, 16)));
       i = close;
     } else {
       ADD_FAILURE() << "bad escape in fixture: " << s;
@@ -103,12 +108,12 @@ TEST_P(PreTokFixture, MatchesRegexOracle) {
     if (got == c.pieces) {
       ++passed;
     } else {
-      ADD_FAILURE() << pre_tokenizer_name(kind) << " line " << c.line << "\n  want " << show(c.pieces)
-                    << "\n  got  " << show(got);
+      ADD_FAILURE() << pre_tokenizer_name(kind) << " line " << c.line << "\n  want "
+                    << show(c.pieces) << "\n  got  " << show(got);
     }
   }
-  std::printf("[   INFO   ] %-15s %zu/%zu cases identical\n", std::string(pre_tokenizer_name(kind)).c_str(),
-              passed, cases.size());
+  std::printf("[   INFO   ] %-15s %zu/%zu cases identical\n",
+              std::string(pre_tokenizer_name(kind)).c_str(), passed, cases.size());
   EXPECT_EQ(passed, cases.size());
 }
 
@@ -123,21 +128,36 @@ INSTANTIATE_TEST_SUITE_P(All, PreTokFixture, ::testing::ValuesIn(kAll),
 
 TEST(PreTokNames, GgufNamesMapLikeLlamaCpp) {
   const std::pair<const char*, PreTokenizer> expected[] = {
-      {"default", PreTokenizer::kDefault},      {"gpt-2", PreTokenizer::kGpt2},
-      {"mpt", PreTokenizer::kGpt2},             {"olmo", PreTokenizer::kGpt2},
-      {"jais", PreTokenizer::kGpt2},            {"llama-bpe", PreTokenizer::kLlama3},
-      {"llama3", PreTokenizer::kLlama3},        {"llama-v3", PreTokenizer::kLlama3},
-      {"lfm2", PreTokenizer::kLlama3},          {"dbrx", PreTokenizer::kLlama3},
-      {"smaug-bpe", PreTokenizer::kLlama3},     {"qwen2", PreTokenizer::kQwen2},
-      {"stablelm2", PreTokenizer::kQwen2},      {"qwen35", PreTokenizer::kQwen35},
-      {"smollm", PreTokenizer::kStarcoder},     {"starcoder", PreTokenizer::kStarcoder},
-      {"refact", PreTokenizer::kStarcoder},     {"command-r", PreTokenizer::kStarcoder},
-      {"codeshell", PreTokenizer::kStarcoder},  {"deepseek-coder", PreTokenizer::kDeepseekCoder},
-      {"deepseek-llm", PreTokenizer::kDeepseekLlm}, {"deepseek-v3", PreTokenizer::kDeepseekV3},
-      {"falcon", PreTokenizer::kFalcon},        {"poro-chat", PreTokenizer::kPoro},
-      {"viking", PreTokenizer::kViking},        {"tekken", PreTokenizer::kTekken},
-      {"gpt-4o", PreTokenizer::kGpt4o},         {"llama4", PreTokenizer::kGpt4o},
-      {"seed-coder", PreTokenizer::kSeedCoder}, {"gemma4", PreTokenizer::kNewlineRuns},
+      {"default", PreTokenizer::kDefault},
+      {"gpt-2", PreTokenizer::kGpt2},
+      {"mpt", PreTokenizer::kGpt2},
+      {"olmo", PreTokenizer::kGpt2},
+      {"jais", PreTokenizer::kGpt2},
+      {"llama-bpe", PreTokenizer::kLlama3},
+      {"llama3", PreTokenizer::kLlama3},
+      {"llama-v3", PreTokenizer::kLlama3},
+      {"lfm2", PreTokenizer::kLlama3},
+      {"dbrx", PreTokenizer::kLlama3},
+      {"smaug-bpe", PreTokenizer::kLlama3},
+      {"qwen2", PreTokenizer::kQwen2},
+      {"stablelm2", PreTokenizer::kQwen2},
+      {"qwen35", PreTokenizer::kQwen35},
+      {"smollm", PreTokenizer::kStarcoder},
+      {"starcoder", PreTokenizer::kStarcoder},
+      {"refact", PreTokenizer::kStarcoder},
+      {"command-r", PreTokenizer::kStarcoder},
+      {"codeshell", PreTokenizer::kStarcoder},
+      {"deepseek-coder", PreTokenizer::kDeepseekCoder},
+      {"deepseek-llm", PreTokenizer::kDeepseekLlm},
+      {"deepseek-v3", PreTokenizer::kDeepseekV3},
+      {"falcon", PreTokenizer::kFalcon},
+      {"poro-chat", PreTokenizer::kPoro},
+      {"viking", PreTokenizer::kViking},
+      {"tekken", PreTokenizer::kTekken},
+      {"gpt-4o", PreTokenizer::kGpt4o},
+      {"llama4", PreTokenizer::kGpt4o},
+      {"seed-coder", PreTokenizer::kSeedCoder},
+      {"gemma4", PreTokenizer::kNewlineRuns},
   };
   for (const auto& [name, kind] : expected) {
     const auto got = pre_tokenizer_from_name(name);
@@ -152,13 +172,15 @@ TEST(PreTokNames, GgufNamesMapLikeLlamaCpp) {
 // Invalid UTF-8 and random bytes: never crash, pieces non-empty and tiling the input exactly.
 TEST(PreTokRobustness, RandomBytesTileTheInput) {
   std::mt19937 rng(7);
-  const std::string alphabet = std::string("ab Z9'\n\r\t!", 10) + "\xC3\xA9\xE4\xBD\xA0\xF0\x9F\x98\x80";
+  const std::string alphabet =
+      std::string("ab Z9'\n\r\t!", 10) + "\xC3\xA9\xE4\xBD\xA0\xF0\x9F\x98\x80";
   std::vector<std::string_view> words;
   for (int iter = 0; iter < 3000; ++iter) {
     std::string s;
     const int n = static_cast<int>(rng() % 40);
     for (int i = 0; i < n; ++i) {
-      s.push_back(rng() % 3 == 0 ? static_cast<char>(rng() & 0xFF) : alphabet[rng() % alphabet.size()]);
+      s.push_back(rng() % 3 == 0 ? static_cast<char>(rng() & 0xFF)
+                                 : alphabet[rng() % alphabet.size()]);
     }
     for (PreTokenizer kind : kAll) {
       pre_tokenize(kind, s, words);

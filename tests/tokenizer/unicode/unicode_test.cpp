@@ -15,9 +15,9 @@
 namespace cera::tokenizer::unicode {
 namespace {
 
-constexpr const char* kCategoryNames[] = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl",
-                                          "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc",
-                                          "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"};
+constexpr const char* kCategoryNames[] = {
+    "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe",
+    "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"};
 
 TEST(UnicodeTables, MatchUnicodedata2Sample) {
   EXPECT_STREQ(generated::kUnicodeVersion, "17.0.0");
@@ -40,7 +40,8 @@ TEST(UnicodeTables, MatchUnicodedata2Sample) {
     if (nfd_text != "-") {
       std::istringstream ns(nfd_text);
       std::string part;
-      while (std::getline(ns, part, ',')) want.push_back(static_cast<uint32_t>(std::stoul(part, nullptr, 16)));
+      while (std::getline(ns, part, ','))
+        want.push_back(static_cast<uint32_t>(std::stoul(part, nullptr, 16)));
     }
     const auto got = nfd(cp);
     EXPECT_EQ(std::vector<uint32_t>(got.begin(), got.end()), want) << cp_hex;
@@ -83,9 +84,18 @@ TEST(UnicodeUtf8, RoundTripsEveryScalarValue) {
 
 // Each ill-formed input decodes one byte at a time to U+FFFD (examples from Unicode 3.9.6).
 TEST(UnicodeUtf8, IllFormedBytesBecomeOneReplacementEach) {
-  const std::string bad[] = {"\x80", "\xBF", "\xC0\xAF", "\xC1\xBF", "\xE0\x80\xAF", "\xED\xA0\x80",
-                             "\xF0\x80\x80\xAF", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF",
-                             "\xE1\x80", "\xF1\x80\x80"};
+  const std::string bad[] = {"\x80",
+                             "\xBF",
+                             "\xC0\xAF",
+                             "\xC1\xBF",
+                             "\xE0\x80\xAF",
+                             "\xED\xA0\x80",
+                             "\xF0\x80\x80\xAF",
+                             "\xF4\x90\x80\x80",
+                             "\xF5\x80\x80\x80",
+                             "\xFF",
+                             "\xE1\x80",
+                             "\xF1\x80\x80"};
   for (const std::string& s : bad) {
     size_t pos = 0;
     size_t n = 0;
@@ -98,7 +108,9 @@ TEST(UnicodeUtf8, IllFormedBytesBecomeOneReplacementEach) {
     EXPECT_EQ(n, s.size());
   }
   // A bad continuation stops the sequence: the following ASCII byte survives.
-  const std::string mixed = "\xE4\xBD" "A";
+  const std::string mixed =
+      "\xE4\xBD"
+      "A";
   size_t pos = 0;
   EXPECT_EQ(decode_utf8(mixed, pos), kReplacementChar);
   EXPECT_EQ(decode_utf8(mixed, pos), kReplacementChar);
