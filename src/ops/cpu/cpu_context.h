@@ -1,0 +1,63 @@
+// State shared by the CPU backend's verbs (thread pool, chosen kernel table, scratch that grows
+// to the largest call and is then reused) and the verb entry points, one group per file:
+// cpu_matmul.cpp, cpu_elementwise.cpp, cpu_attention.cpp. Internal to src/ops/cpu.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "ops/backend.h"
+#include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/kernels.h"
+
+namespace cera::ops::cpu {
+
+struct CpuContext {
+  CpuContext(int n_threads, CpuIsa isa_level, const KernelTable& table)
+      : pool(n_threads), isa(isa_level), kernels(&table) {}
+  ThreadPool pool;
+  CpuIsa isa;
+  const KernelTable* kernels;
+  // Scratch; grown on demand, never shrunk (a Backend is used by one thread at a time).
+  std::vector<std::byte> act_rows;  // quantized activation rows of a matmul
+  std::vector<float> act_d;         // Q8_0 block scales as float
+  std::vector<int32_t> act_sum;     // Q8_0 block code sums
+  std::vector<float> rope_cs;       // cos/sin per (token, pair)
+};
+
+// Checks shared by the verbs.
+void check_f32_cpu(const TensorView& v, const char* what);
+
+void matmul(CpuContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
+            const TensorView* bias);
+void embed(CpuContext& ctx, const TensorView& out, const TensorView& table,
+           std::span<const int32_t> tokens, float scale);
+
+void rms_norm(CpuContext& ctx, const TensorView& out, const TensorView& x, const TensorView& weight,
+              float eps);
+void rope(CpuContext& ctx, const TensorView& x, std::span<const int32_t> positions,
+          const RopeParams& params);
+void gated_activation(CpuContext& ctx, const TensorView& out, const TensorView& gate,
+                      const TensorView& up, Activation act);
+void add_scaled(CpuContext& ctx, const TensorView& out, const TensorView& a, const TensorView& b,
+                float scale);
+void scale(CpuContext& ctx, const TensorView& x, float s);
+// Rotates head vectors in place: head h of token t is at head_ptr(head_ctx, t, h), token t at
+// positions[t]. Shared by rope (activations) and kv_rerotate (cache rows).
+using HeadPtrFn = float* (*)(const void* head_ctx, int64_t token, int64_t head);
+void rope_heads(CpuContext& ctx, std::span<const int32_t> positions, int64_t n_heads,
+                const RopeParams& params, HeadPtrFn head_ptr, const void* head_ctx);
+
+void kv_store(CpuContext& ctx, const KvLayer& layer, const TensorView& k, const TensorView& v,
+              std::span<const int32_t> slots);
+void attention(CpuContext& ctx, const TensorView& out, const TensorView& q, const KvLayer& layer,
+               const AttentionBatch& batch, const AttentionParams& params);
+void kv_copy(CpuContext& ctx, const KvLayer& layer, std::span<const int32_t> src_slots,
+             std::span<const int32_t> dst_slots);
+void kv_rerotate(CpuContext& ctx, const KvLayer& layer, std::span<const int32_t> slots,
+                 int32_t delta, int32_t head_dim, const RopeParams& params);
+
+}  // namespace cera::ops::cpu

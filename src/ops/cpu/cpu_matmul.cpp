@@ -1,0 +1,135 @@
+// matmul and embed: validation, activation quantization (once per call, to the weight's paired
+// 8-bit format) and the split of weight rows across the thread pool. Rows are split in multiples
+// of the kernel's tile so that each weight row is read by one thread, once, for all tokens.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/half.h"
+#include "ops/cpu/cpu_context.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+
+namespace cera::ops::cpu {
+namespace {
+
+// Quantizes x's rows into ctx scratch and describes them.
+PackedActivations pack_activations(CpuContext& ctx, DType act_type, const TensorView& x) {
+  const int64_t n_in = x.cols();
+  const int64_t n_tokens = x.rows();
+  PackedActivations p;
+  p.type = act_type;
+  if (act_type == DType::kF32) {
+    p.data = x.data;
+    p.row_stride = x.stride();
+    return p;
+  }
+  const int64_t row_bytes = static_cast<int64_t>(*dtype_row_bytes(act_type, static_cast<uint64_t>(n_in)));
+  ctx.act_rows.resize(static_cast<size_t>(row_bytes * n_tokens));
+  std::byte* rows = ctx.act_rows.data();
+  const bool q8_0 = act_type == DType::kQ8_0;
+  const int64_t nb = n_in / 32;
+  if (q8_0) {
+    ctx.act_d.resize(static_cast<size_t>(nb * n_tokens));
+    ctx.act_sum.resize(static_cast<size_t>(nb * n_tokens));
+  }
+  float* act_d = ctx.act_d.data();
+  int32_t* act_sum = ctx.act_sum.data();
+  ctx.pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      std::byte* dst = rows + t * row_bytes;
+      quant::quantize_activation_row(act_type, x.row_as<const float>(t), dst, n_in);
+      if (!q8_0) continue;
+      const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(dst);
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t s = 0;
+        for (int j = 0; j < 32; ++j) s += blocks[b].qs[j];
+        act_sum[t * nb + b] = s;
+        act_d[t * nb + b] = half_to_float(blocks[b].d);
+      }
+    }
+  });
+  p.data = rows;
+  p.row_stride = row_bytes;
+  p.block_d = act_d;
+  p.block_sum = act_sum;
+  return p;
+}
+
+}  // namespace
+
+void check_f32_cpu(const TensorView& v, const char* what) {
+  CERA_CHECK_MSG(v.device == Device::kCpu, std::string(what) + ": not a CPU tensor");
+  CERA_CHECK_MSG(v.dtype == DType::kF32, std::string(what) + ": expected F32, got " +
+                                             std::string(dtype_name(v.dtype)));
+  CERA_CHECK_MSG(v.data != nullptr || v.n_elements() == 0, std::string(what) + ": null data");
+}
+
+void matmul(CpuContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
+            const TensorView* bias) {
+  check_f32_cpu(out, "matmul out");
+  check_f32_cpu(x, "matmul x");
+  CERA_CHECK(weight.device == Device::kCpu);
+  const int64_t n_in = weight.cols();
+  const int64_t n_out = weight.rows();
+  const int64_t n_tokens = x.rows();
+  CERA_CHECK_MSG(x.cols() == n_in, "matmul: x has " + std::to_string(x.cols()) +
+                                       " columns, weight " + std::to_string(n_in));
+  CERA_CHECK_MSG(out.cols() == n_out && out.rows() == n_tokens, "matmul: out shape mismatch");
+  CERA_CHECK(n_in % dtype_block_size(weight.dtype) == 0);
+  if (bias != nullptr) {
+    check_f32_cpu(*bias, "matmul bias");
+    CERA_CHECK(bias->n_elements() == n_out && bias->packed());
+  }
+  const MatmulRowsFn rows_fn = ctx.kernels->matmul_for(weight.dtype);
+  CERA_CHECK_MSG(rows_fn != nullptr,
+                 "matmul: no CPU kernel for weight type " + std::string(dtype_name(weight.dtype)));
+  if (n_out == 0 || n_tokens == 0) return;
+  CERA_CHECK_MSG(out.stride() % static_cast<int64_t>(sizeof(float)) == 0, "matmul: out stride");
+
+  MatmulArgs args;
+  args.weight_type = weight.dtype;
+  args.weight = weight.data;
+  args.w_stride = weight.stride();
+  args.n_in = n_in;
+  args.n_out = n_out;
+  args.n_tokens = n_tokens;
+  args.act = pack_activations(ctx, quant::activation_type_for(weight.dtype), x);
+  args.out = out.row_as<float>(0);
+  args.out_stride = out.stride() / static_cast<int64_t>(sizeof(float));
+  args.bias = bias != nullptr ? bias->row_as<const float>(0) : nullptr;
+
+  // Chunks of whole tiles, about 8 per thread so that dynamic claiming evens out the threads;
+  // a small product runs on the calling thread alone (a dispatch costs a few microseconds).
+  const int64_t tile = ctx.kernels->tile_rows;
+  const int64_t n_tiles = (n_out + tile - 1) / tile;
+  const int64_t macs = n_out * n_in * n_tokens;
+  const int64_t grain = macs < (1 << 16) ? n_tiles
+                                         : std::max<int64_t>(1, n_tiles / (8 * ctx.pool.size()));
+  ctx.pool.parallel_for(n_tiles, grain, [&](int64_t begin, int64_t end) {
+    rows_fn(args, begin * tile, std::min(end * tile, n_out));
+  });
+}
+
+void embed(CpuContext& ctx, const TensorView& out, const TensorView& table,
+           std::span<const int32_t> tokens, float scale) {
+  check_f32_cpu(out, "embed out");
+  CERA_CHECK(table.device == Device::kCpu);
+  CERA_CHECK(quant::has_dequantizer(table.dtype));
+  const int64_t n_embd = table.cols();
+  const int64_t n_vocab = table.rows();
+  CERA_CHECK_MSG(out.cols() == n_embd && out.rows() == static_cast<int64_t>(tokens.size()),
+                 "embed: out shape mismatch");
+  for (int32_t id : tokens) CERA_CHECK_MSG(id >= 0 && id < n_vocab, "embed: token id out of range");
+  ctx.pool.parallel_for(static_cast<int64_t>(tokens.size()), 16, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* dst = out.row_as<float>(t);
+      quant::dequantize_row(table.dtype, table.row(tokens[static_cast<size_t>(t)]), dst, n_embd);
+      if (scale != 1.0f) {
+        for (int64_t i = 0; i < n_embd; ++i) dst[i] *= scale;
+      }
+    }
+  });
+}
+
+}  // namespace cera::ops::cpu

@@ -1,0 +1,79 @@
+// The per-ISA kernel table of the CPU backend. Each ISA level is a separate translation unit
+// compiled with its own -m flags (CMakeLists.txt) and exposes one KernelTable; the backend picks
+// one at construction, so no kernel is chosen per call. Internal to src/ops/cpu.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace cera::ops::cpu {
+
+// The activations of one matmul call, converted once to the weight's paired format
+// (quant::activation_type_for): F32 rows are used in place; Q8_0 / Q8_K rows are quantized by the
+// reference quantizer, so every ISA level sees the same codes.
+struct PackedActivations {
+  DType type = DType::kF32;         // F32, Q8_0 or Q8_K
+  const std::byte* data = nullptr;  // token t's row at data + t * row_stride
+  int64_t row_stride = 0;           // bytes
+  // Q8_0 only, [n_tokens][n_blocks] each: the fp16 scale as float, and the block's code sum
+  // (offset and minimum terms of the weight formats whose codes are unsigned).
+  const float* block_d = nullptr;
+  const int32_t* block_sum = nullptr;
+};
+
+// out[t][r] = dot(weight row r, activation row t) (+ bias[r]) for rows [row_begin, row_end)
+// and every token. Weight rows hold n_in elements, `w_stride` bytes apart.
+struct MatmulArgs {
+  DType weight_type = DType::kF32;
+  const std::byte* weight = nullptr;
+  int64_t w_stride = 0;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  int64_t n_tokens = 0;
+  PackedActivations act;
+  float* out = nullptr;
+  int64_t out_stride = 0;  // floats between tokens' output rows
+  const float* bias = nullptr;  // [n_out] or null
+};
+
+using MatmulRowsFn = void (*)(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+
+// One (token, kv-head) unit of attention: the n_group query heads that share kv head `kv_head`.
+struct AttentionUnit {
+  const float* q;         // n_group consecutive heads of head_dim floats
+  float* out;             // same layout as q
+  int32_t n_group;
+  int32_t kv_head;
+  int32_t first;          // visible logical entries [first, last]
+  int32_t last;
+  const int32_t* table;   // the sequence's block table
+};
+
+struct AttentionArgs {
+  const std::byte* k = nullptr;  // cache rows of n_head_kv * head_dim floats
+  const std::byte* v = nullptr;
+  int64_t k_stride = 0;  // bytes between slots
+  int64_t v_stride = 0;
+  int32_t block_size = 0;
+  int32_t head_dim = 0;
+  float scale = 0.0f;
+  float softcap = 0.0f;
+};
+
+using AttentionFn = void (*)(const AttentionArgs& args, const AttentionUnit& unit);
+
+struct KernelTable {
+  const char* name;
+  int tile_rows;                           // weight rows per tile: the row split's granularity
+  MatmulRowsFn (*matmul_for)(DType weight);  // null for a weight type without a kernel
+  AttentionFn attention;
+};
+
+const KernelTable& portable_kernels();
+const KernelTable& avx2_kernels();
+const KernelTable& avx512_kernels();
+const KernelTable& avx512_vnni_kernels();
+
+}  // namespace cera::ops::cpu

@@ -1,0 +1,54 @@
+// The portable kernel level: every matmul goes through the reference quant::vec_dot, so its
+// results equal the reference bit for bit (the oracle the SIMD levels are tested against), and
+// attention uses plain loops. Slow, but runs on any CPU.
+#include <cmath>
+
+#include "ops/cpu/kernels.h"
+#include "quant/quant.h"
+
+namespace cera::ops::cpu {
+namespace {
+
+float vdot(const float* a, const float* b, int n) {
+  float s = 0.0f;
+  for (int i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+void vaxpy(float* y, float a, const float* x, int n) {
+  for (int i = 0; i < n; ++i) y[i] += a * x[i];
+}
+void vscale(float* y, float s, int n) {
+  for (int i = 0; i < n; ++i) y[i] *= s;
+}
+
+}  // namespace
+}  // namespace cera::ops::cpu
+
+namespace cera::ops::cpu {
+#include "ops/cpu/attention_impl.inc"
+
+namespace {
+
+void matmul_reference(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    const std::byte* x = a.act.data + t * a.act.row_stride;
+    float* out = a.out + t * a.out_stride;
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      const float dot = quant::vec_dot(a.weight_type, a.weight + r * a.w_stride, x, a.n_in);
+      out[r] = a.bias != nullptr ? dot + a.bias[r] : dot;
+    }
+  }
+}
+
+MatmulRowsFn matmul_for(DType weight) {
+  return quant::has_vec_dot(weight) ? matmul_reference : nullptr;
+}
+
+}  // namespace
+
+const KernelTable& portable_kernels() {
+  static const KernelTable table{"portable", 1, matmul_for, attention_unit};
+  return table;
+}
+
+}  // namespace cera::ops::cpu
