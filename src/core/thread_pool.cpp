@@ -81,8 +81,8 @@ void ThreadPool::worker_loop() {
 void ThreadPool::run(int64_t n, int64_t grain, ChunkFn call, void* ctx) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  if (workers_.empty() || n <= grain) {  // one chunk: no hand-off is worth its latency
-    call(ctx, 0, n);
+  if (workers_.empty() || n <= grain) {  // nothing to share: no hand-off is worth its latency
+    for (int64_t begin = 0; begin < n; begin += grain) call(ctx, begin, std::min(begin + grain, n));
     return;
   }
   call_ = call;
