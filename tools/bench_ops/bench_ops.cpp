@@ -1,0 +1,97 @@
+// Prints matmul throughput of the CPU backend (weight GB/s and GFLOP/s, median of runs) for a few
+// weight types at 4096 x 4096, and the machine's read bandwidth, so decode speed can be stated
+// as a share of the memory roofline. Weights rotate through copies larger than the L3 cache, so
+// every call reads them from DRAM as a real decode step would.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "ops/cpu/cpu_backend.h"
+#include "quant/quant.h"
+
+namespace {
+
+using namespace cera;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Read bandwidth: each thread sums its half of a 1 GiB array (eight partial sums vectorize).
+double read_bandwidth_gbs(int n_threads) {
+  const size_t n = (size_t{1} << 30) / sizeof(float);
+  std::vector<float> a(n, 1.0f);
+  ThreadPool pool(n_threads);
+  std::vector<double> times;
+  volatile float sink = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = Clock::now();
+    std::vector<float> partial(static_cast<size_t>(n_threads) * 16, 0.0f);
+    pool.parallel_for(n_threads, 1, [&](int64_t b, int64_t) {
+      const size_t lo = n / n_threads * b, hi = lo + n / n_threads;
+      // 64 partial sums: enough independent adds to hide the add latency at baseline SSE2.
+      float s[64] = {};
+      for (size_t i = lo; i < hi; i += 64) {
+        for (int j = 0; j < 64; ++j) s[j] += a[i + j];
+      }
+      for (int j = 0; j < 64; ++j) partial[b * 16] += s[j];
+    });
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    sink = sink + partial[0];
+  }
+  return n * sizeof(float) / median(times) / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // bench_ops [n_threads] [weight type] [n_tokens]: the last two narrow the table (for perf stat).
+  const int n_threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const std::optional<DType> only_type = argc > 2 ? dtype_from_name(argv[2]) : std::nullopt;
+  const int64_t only_tokens = argc > 3 ? std::atoll(argv[3]) : 0;
+  const int64_t n_in = 4096, n_out = 4096;
+  if (!only_type) std::printf("read bandwidth (%d threads, 1 GiB): %.1f GB/s\n", n_threads, read_bandwidth_gbs(n_threads));
+  auto backend = ops::make_cpu_backend({.n_threads = n_threads});
+  std::printf("%s, matmul %lld x %lld\n\n", backend->name().c_str(), (long long)n_in, (long long)n_out);
+  std::printf("| weight | n_tokens | ms | weight GB/s | GFLOP/s |\n|---|---|---|---|---|\n");
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> row(n_in);
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kF16}) {
+    if (only_type && t != *only_type) continue;
+    const uint64_t row_bytes = *dtype_row_bytes(t, n_in);
+    const uint64_t bytes = row_bytes * n_out;
+    const int copies = static_cast<int>(std::max<uint64_t>(2, (256ull << 20) / bytes));
+    std::vector<std::vector<std::byte>> w(copies, std::vector<std::byte>(bytes));
+    for (int64_t r = 0; r < n_out; ++r) {
+      for (float& x : row) x = dist(rng);
+      quant::quantize_row(t, row.data(), w[0].data() + r * row_bytes, n_in);
+    }
+    for (int c = 1; c < copies; ++c) w[c] = w[0];
+    for (int64_t n_tok : {1, 64}) {
+      if (only_tokens != 0 && n_tok != only_tokens) continue;
+      std::vector<float> x(n_in * n_tok), out(n_out * n_tok);
+      for (float& v : x) v = dist(rng);
+      std::vector<double> times;
+      const int reps = n_tok == 1 ? 200 : 8;
+      for (int rep = 0; rep < reps + 2; ++rep) {
+        const auto t0 = Clock::now();
+        backend->matmul(make_view(out.data(), DType::kF32, {n_out, n_tok, 1, 1}),
+                        make_view(w[rep % copies].data(), t, {n_in, n_out, 1, 1}),
+                        make_view(x.data(), DType::kF32, {n_in, n_tok, 1, 1}));
+        if (rep >= 2) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      const double s = median(times);
+      std::printf("| %s | %lld | %.3f | %.1f | %.1f |\n", std::string(dtype_name(t)).c_str(),
+                  (long long)n_tok, s * 1e3, bytes / s / 1e9, 2.0 * n_in * n_out * n_tok / s / 1e9);
+    }
+  }
+  return 0;
+}
