@@ -11,5 +11,8 @@ void register_tokenize(CLI::App& app);    // cmd_tokenize.cpp
 void register_convert(CLI::App& app);     // cmd_convert.cpp
 void register_quant_error(CLI::App& app); // cmd_quant_error.cpp
 void register_synth(CLI::App& app);       // cmd_synth.cpp
+void register_run(CLI::App& app);         // cmd_run.cpp
+void register_logits(CLI::App& app);      // cmd_logits.cpp
+void register_bench(CLI::App& app);       // cmd_bench.cpp
 
 }  // namespace cera::cli

@@ -8,6 +8,9 @@ int main(int argc, char** argv) {
   CLI::App app{"cera: run large language models stored as GGUF files"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "cera 0.1.0");
+  cera::cli::register_run(app);
+  cera::cli::register_bench(app);
+  cera::cli::register_logits(app);
   cera::cli::register_inspect(app);
   cera::cli::register_tokenize(app);
   cera::cli::register_convert(app);

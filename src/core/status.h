@@ -99,7 +99,7 @@ const Status& status_of(const Result<T>& r) {
 #define CERA_CONCAT_(a, b) CERA_CONCAT_INNER_(a, b)
 // `CERA_ASSIGN_OR_RETURN(auto x, make_x());` unwraps a Result or returns its Status.
 #define CERA_ASSIGN_OR_RETURN(lhs, expr) \
-  CERA_ASSIGN_OR_RETURN_IMPL_(CERA_CONCAT_(cera_result_, __LINE__), lhs, expr)
+  CERA_ASSIGN_OR_RETURN_IMPL_(CERA_CONCAT_(cera_result_, __COUNTER__), lhs, expr)
 #define CERA_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.status();               \

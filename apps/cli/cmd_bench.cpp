@@ -1,0 +1,129 @@
+// `cera bench`: prompt-processing and generation speed, llama-bench style: every test repeated
+// -r times on a fresh context (after --depth tokens of history), reported as median, p10 and
+// p90 tokens/s, with the share of memory bandwidth generation reaches.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "membw.h"
+#include "model_options.h"
+
+namespace cera::cli {
+namespace {
+
+struct BenchOptions {
+  ModelOptions model;
+  int n_prompt = 512;
+  int n_gen = 128;
+  int reps = 5;
+  int depth = 0;
+  bool membw = true;
+};
+
+struct Summary {
+  double median, p10, p90;
+};
+
+Summary summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) {
+    const double idx = q * (v.size() - 1);
+    const size_t lo = static_cast<size_t>(idx);
+    const size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (idx - lo);
+  };
+  return {at(0.5), at(0.1), at(0.9)};
+}
+
+// Bytes of weights one decoded token reads: every tensor except the embedding table, which is
+// only gathered by row, unless it doubles as the output matrix.
+uint64_t decode_bytes(const format::GgufFile& f) {
+  uint64_t total = 0;
+  for (const auto& t : f.tensors()) total += t.n_bytes;
+  const auto* embd = f.find_tensor("token_embd.weight");
+  if (embd != nullptr && f.find_tensor("output.weight") != nullptr) total -= embd->n_bytes;
+  return total;
+}
+
+void bench(const BenchOptions& o) {
+  auto engine = load_engine_or_exit("bench", o.model);
+  const int32_t n_vocab = engine->model().hparams().n_vocab;
+  const int32_t ctx = o.depth + std::max(o.n_prompt, o.n_gen) + 1;
+  auto session = new_session_or_exit("bench", *engine, {.n_ctx = ctx, .n_batch = o.model.batch, .context_shift = false});
+  std::mt19937 rng(42);
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> t(n);
+    for (int32_t& x : t) x = static_cast<int32_t>(rng() % n_vocab);
+    return t;
+  };
+  auto check = [](const Status& st) {
+    if (!st.ok()) fail("bench", st);
+  };
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> pp, tg;
+  for (int r = 0; r < o.reps + 1; ++r) {  // the first round warms caches and is discarded
+    if (o.n_prompt > 0) {
+      session->reset();
+      if (o.depth > 0) check(session->append_tokens(random_tokens(o.depth)));
+      const auto prompt = random_tokens(o.n_prompt);
+      const auto t0 = Clock::now();
+      check(session->append_tokens(prompt));
+      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (r > 0) pp.push_back(o.n_prompt / s);
+    }
+    if (o.n_gen > 0) {
+      session->reset();
+      check(session->append_tokens(random_tokens(std::max(o.depth, 1))));
+      const auto gen = random_tokens(o.n_gen);
+      const auto t0 = Clock::now();
+      for (int32_t t : gen) check(session->append_tokens(std::span(&t, 1)));
+      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (r > 0) tg.push_back(o.n_gen / s);
+    }
+  }
+  const format::GgufFile& f = engine->file();
+  uint64_t params = 0;
+  for (const auto& t : f.tensors()) params += t.n_elements();
+  const double gb_per_token = decode_bytes(f) / 1e9;
+  const int threads = o.model.threads > 0 ? o.model.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const double membw = o.membw ? measure_read_bandwidth_gbs(threads) : 0.0;
+  fmt::print("model: {} ({}, {:.2f} GiB, {:.1f} M parameters)\nbackend: {}\n", o.model.model,
+             f.get_or<std::string>("general.name", "?").value_or("?"), f.file_size() / 1073741824.0, params / 1e6,
+             engine->backend().name());
+  if (o.membw) fmt::print("measured memory read bandwidth: {:.1f} GB/s ({} threads)\n", membw, threads);
+  fmt::print("\n| {:<14} | {:>6} | {:>10} | {:>10} | {:>10} | {:>14} |\n", "test", "depth", "t/s median", "p10", "p90",
+             "weights GB/s");
+  fmt::print("|{:-<16}|{:->8}|{:->12}|{:->12}|{:->12}|{:->16}|\n", "", "", "", "", "", "");
+  if (!pp.empty()) {
+    const Summary s = summarize(pp);
+    fmt::print("| {:<14} | {:>6} | {:>10.2f} | {:>10.2f} | {:>10.2f} | {:>14} |\n", fmt::format("pp{}", o.n_prompt),
+               o.depth, s.median, s.p10, s.p90, "-");
+  }
+  if (!tg.empty()) {
+    const Summary s = summarize(tg);
+    const double gbs = s.median * gb_per_token;
+    const std::string share = o.membw ? fmt::format("{:.1f} ({:.0f}%)", gbs, 100.0 * gbs / membw) : fmt::format("{:.1f}", gbs);
+    fmt::print("| {:<14} | {:>6} | {:>10.2f} | {:>10.2f} | {:>10.2f} | {:>14} |\n", fmt::format("tg{}", o.n_gen),
+               o.depth, s.median, s.p10, s.p90, share);
+  }
+  fmt::print("\n{} repetitions after one warm-up; tg reads {:.1f} MB of weights per token\n", o.reps, gb_per_token * 1e3);
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Measure prompt and generation speed");
+  auto o = std::make_shared<BenchOptions>();
+  add_model_options(cmd, o->model);
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens (0: skip)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens (0: skip)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-r,--repetitions", o->reps, "repetitions")->check(CLI::PositiveNumber);
+  cmd->add_option("-d,--depth", o->depth, "tokens already in the context")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("!--no-membw", o->membw, "skip measuring memory bandwidth");
+  cmd->callback([o] { bench(*o); });
+}
+
+}  // namespace cera::cli

@@ -1,0 +1,36 @@
+#include "model_options.h"
+
+#include <cstdio>
+
+namespace cera::cli {
+
+void add_model_options(CLI::App* cmd, ModelOptions& opts) {
+  cmd->add_option("-m,--model", opts.model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--device", opts.device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  cmd->add_option("-t,--threads", opts.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-c,--ctx-size", opts.ctx, "context size in tokens (0: the model's)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-b,--batch-size", opts.batch, "prompt tokens per forward pass")->check(CLI::PositiveNumber);
+}
+
+void fail(const char* command, const Status& status) {
+  std::fprintf(stderr, "cera %s: %s\n", command, status.to_string().c_str());
+  throw CLI::RuntimeError(1);
+}
+
+std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const ModelOptions& opts) {
+  auto engine = api::Engine::load({.model_path = opts.model,
+                                   .device = *api::device_choice_from_name(opts.device),
+                                   .n_threads = opts.threads,
+                                   .max_batch_tokens = opts.batch});
+  if (!engine.ok()) fail(command, engine.status());
+  return std::move(engine).value();
+}
+
+std::unique_ptr<runtime::Session> new_session_or_exit(const char* command, api::Engine& engine,
+                                                      const runtime::SessionOptions& options) {
+  auto session = engine.new_session(options);
+  if (!session.ok()) fail(command, session.status());
+  return std::move(session).value();
+}
+
+}  // namespace cera::cli

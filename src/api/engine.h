@@ -1,0 +1,51 @@
+// Engine: a loaded model ready for sessions — the GGUF map, the backend chosen for the device,
+// the model's weights on it and the tokenizer. Apps (CLI, server, bindings) start here.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "format/gguf.h"
+#include "model/model.h"
+#include "ops/backend.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace cera::api {
+
+enum class DeviceChoice { kCpu, kCuda, kAuto };
+// "cpu", "cuda", "auto"
+std::optional<DeviceChoice> device_choice_from_name(std::string_view name);
+
+struct EngineOptions {
+  std::filesystem::path model_path;
+  DeviceChoice device = DeviceChoice::kAuto;
+  int32_t n_threads = 0;           // CPU threads; 0 = every core this process may use
+  int32_t max_batch_tokens = 512;  // largest forward() batch (prompt chunk)
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> load(const EngineOptions& options);
+
+  model::Model& model() { return *model_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const format::GgufFile& file() const { return file_; }
+  ops::Backend& backend() { return *backend_; }
+  double load_seconds() const { return load_seconds_; }
+
+  Result<std::unique_ptr<runtime::Session>> new_session(const runtime::SessionOptions& options);
+
+ private:
+  Engine() = default;
+  format::GgufFile file_;
+  std::unique_ptr<ops::Backend> backend_;
+  std::unique_ptr<model::Model> model_;
+  std::optional<tokenizer::Tokenizer> tokenizer_;
+  double load_seconds_ = 0;
+};
+
+}  // namespace cera::api
