@@ -1,0 +1,107 @@
+// Oracle 2 of TESTING.md: greedy decoding of stories260K from BOS must reproduce llama2.c's
+// output byte for byte, on 1 and on 2 threads.
+#include <gtest/gtest.h>
+
+#include "api/engine.h"
+#include "format/gguf_writer.h"
+#include "stories_model.h"
+
+namespace cera {
+namespace {
+
+std::string greedy_from_bos(int threads, int n_tokens) {
+  auto engine = api::Engine::load({.model_path = test::stories_gguf(), .device = api::DeviceChoice::kCpu, .n_threads = threads});
+  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
+  auto session = (*engine)->new_session({.n_ctx = 512});
+  EXPECT_TRUE(session.ok());
+  const int32_t bos = (*engine)->tokenizer().bos();
+  EXPECT_TRUE((*session)->append_tokens(std::span(&bos, 1)).ok());
+  runtime::GenerateOptions gen;
+  gen.max_tokens = n_tokens;
+  gen.sampling.temperature = 0.0f;
+  auto result = (*session)->generate(gen, nullptr);
+  EXPECT_TRUE(result.ok());
+  return result->text;
+}
+
+// llama2.c's generate() runs 256 positions from BOS and samples at each of them, printing 256
+// tokens (the last is sampled but never fed back), then a newline.
+TEST(Stories260K, GreedyMatchesLlama2cOnOneThread) {
+  EXPECT_EQ(greedy_from_bos(1, 256) + "\n", test::stories_reference_text());
+}
+
+TEST(Stories260K, GreedyMatchesLlama2cOnTwoThreads) {
+  EXPECT_EQ(greedy_from_bos(2, 256) + "\n", test::stories_reference_text());
+}
+
+TEST(Stories260K, PromptProcessingInChunksGivesTheSameLogits) {
+  // The same 40 tokens evaluated in one batch, in chunks of 7, and one at a time.
+  auto engine = api::Engine::load({.model_path = test::stories_gguf(), .device = api::DeviceChoice::kCpu});
+  ASSERT_TRUE(engine.ok());
+  std::vector<int32_t> tokens = (*engine)->tokenizer().encode("Once upon a time, there was a dog named Max who liked to run.", {.add_special = true});
+  ASSERT_GT(tokens.size(), 10u);
+  std::vector<std::vector<float>> results;
+  for (int batch : {512, 7, 1}) {
+    auto session = (*engine)->new_session({.n_ctx = 128, .n_batch = batch});
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->append_tokens(tokens).ok());
+    auto l = (*session)->last_logits();
+    results.emplace_back(l.begin(), l.end());
+  }
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_NEAR(results[1][i], results[0][i], 1e-4f);
+    EXPECT_NEAR(results[2][i], results[0][i], 1e-4f);
+  }
+}
+
+TEST(ModelLoading, ErrorsNameTheProblem) {
+  auto engine = api::Engine::load({.model_path = test::source_dir() / "tests/fixtures/gguf/reference.gguf"});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("tokenizer"), std::string::npos) << engine.status().message();
+}
+
+}  // namespace
+}  // namespace cera
+
+namespace cera {
+namespace {
+
+// Writes a copy of the stories GGUF with one change, for load-error tests.
+std::filesystem::path edited_copy(const std::string& name, const std::string& drop_key, const std::string& bad_tensor) {
+  auto f = format::GgufFile::open(test::stories_gguf());
+  EXPECT_TRUE(f.ok());
+  format::GgufWriter w;
+  for (const auto& kv : f->metadata()) {
+    if (kv.key != drop_key) w.set(kv.key, kv.value);
+  }
+  for (const auto& t : f->tensors()) {
+    std::vector<uint64_t> shape = t.shape;
+    auto data = f->tensor_data(t);
+    if (t.name == bad_tensor) {
+      shape[1] /= 2;
+      data = data.first(data.size() / 2);
+    }
+    EXPECT_TRUE(w.add_tensor_view({t.name, t.dtype, shape}, data).ok());
+  }
+  const auto path = test::temp_dir() / name;
+  EXPECT_TRUE(w.write(path).ok());
+  return path;
+}
+
+TEST(ModelLoading, WrongTensorShapeIsNamed) {
+  auto engine = api::Engine::load({.model_path = edited_copy("bad_shape.gguf", "", "blk.1.attn_q.weight")});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("tensor 'blk.1.attn_q.weight' has shape [64, 32], expected [64, 64]"),
+            std::string::npos)
+      << engine.status().message();
+}
+
+TEST(ModelLoading, MissingKeyIsNamed) {
+  auto engine = api::Engine::load({.model_path = edited_copy("no_blocks.gguf", "llama.block_count", "")});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("'llama.block_count' is missing"), std::string::npos)
+      << engine.status().message();
+}
+
+}  // namespace
+}  // namespace cera
