@@ -79,9 +79,9 @@ std::vector<Shape> shapes_for(DType t) {
   std::vector<int64_t> n_outs = {1, 3, 17, 64};
   std::vector<int64_t> n_toks = {1, 2, 5, 16, 33};
   if (!kFullSweep) {
-    n_ins.resize(2);
-    n_outs = {3, 17};
-    n_toks = {1, 5};
+    n_ins.resize(3);
+    n_outs = {1, 3, 17};
+    n_toks = {1, 2, 5};
   }
   std::vector<Shape> out;
   for (int64_t n_in : n_ins) {

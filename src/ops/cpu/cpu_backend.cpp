@@ -33,12 +33,16 @@ class HostBuffer final : public Buffer {
 };
 
 const cpu::KernelTable& table_for(CpuIsa isa) {
+#if defined(__x86_64__)
   switch (isa) {
     case CpuIsa::kAvx2: return cpu::avx2_kernels();
     case CpuIsa::kAvx512: return cpu::avx512_kernels();
     case CpuIsa::kAvx512Vnni: return cpu::avx512_vnni_kernels();
-    default: return cpu::portable_kernels();
+    default: break;
   }
+#endif
+  (void)isa;
+  return cpu::portable_kernels();
 }
 
 // Copies rows of a possibly strided view from/to packed memory.
