@@ -12,6 +12,7 @@
 
 #include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode/unicode.h"
 
 namespace {
 
@@ -49,6 +50,17 @@ const Tokenizer& tokenizer() {
   return *tok;
 }
 
+bool valid_utf8(std::string_view s) {
+  for (size_t pos = 0; pos < s.size();) {
+    const size_t start = pos;
+    if (cera::tokenizer::unicode::decode_utf8(s, pos) == cera::tokenizer::unicode::kReplacementChar &&
+        pos - start == 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void check_stream_matches(const Tokenizer& tok, const std::vector<int32_t>& ids, const DecodeOptions& opts) {
   const std::string whole = tok.decode(ids, opts);
   StreamDecoder stream(tok, opts);
@@ -72,9 +84,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_stream_matches(tok, ids, DecodeOptions{});
     check_stream_matches(tok, ids, DecodeOptions{.render_special = true});
     // Lossless unless the input spells SentencePiece's space marker itself, or the model is
-    // WordPiece (which normalizes case, accents and spacing by design).
+    // WordPiece (which normalizes case, accents and spacing by design). Byte-level BPE
+    // vocabularies may lack (gpt-neox) or reuse as added tokens (deepseek-coder) the 13 bytes
+    // that never occur in valid UTF-8, so BPE is held to it for valid UTF-8 only.
     const bool lossless = tok.kind() != ModelKind::kWordPiece &&
-                          text.find("\xE2\x96\x81") == std::string_view::npos;
+                          text.find("\xE2\x96\x81") == std::string_view::npos &&
+                          (tok.kind() != ModelKind::kBpe || valid_utf8(text));
     if (lossless) {
       const std::string back = tok.decode(ids, DecodeOptions{.render_special = parse_special});
       if (back != text) __builtin_trap();
