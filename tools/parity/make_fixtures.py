@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+# Builds the parity fixtures in tests/fixtures/parity/: tiny seeded random models of every
+# architecture `cera convert` handles, saved as Hugging Face folders with a trained byte-level BPE
+# tokenizer, plus the float32 logits transformers computes for fixed token sequences.
+#
+# Pinned (what the committed fixtures were made with): transformers==5.17.0 torch==2.11.0
+# tokenizers==0.23.3 safetensors==0.8.0; `check` also needs gguf==0.19.0
+# and accelerate==1.15.0. CPU is enough.
+#
+#   python tools/parity/make_fixtures.py build              # models, tokenizers, logits.bin
+#   python tools/parity/make_fixtures.py check --cera CERA  # cera convert -> transformers GGUF
+#                                                           # loader -> logits_gguf.bin, REPORT.md
+#
+# logits.bin format (little-endian), read by tests/convert/parity_fixture.h:
+#   8 bytes "CERALOGT", u32 version (1), u32 n_vocab, u32 n_seqs, then per sequence:
+#   u32 n_tokens, i32 tokens[n_tokens], f32 logits[n_tokens][n_vocab] (every position).
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import (AutoConfig, AutoModelForCausalLM, GraniteConfig, LlamaConfig, MistralConfig,
+                          PreTrainedTokenizerFast, Qwen2Config, Qwen3Config)
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "fixtures" / "parity"
+N_VOCAB = 384
+
+LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+               r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+TEXT = """The quick brown fox jumps over the lazy dog. A small model reads the same words again and
+again until the merges of its tokenizer start to look like English: the, and, of, to, in, is.
+Once upon a time there was a little girl who loved to read stories about dragons and castles.
+She walked to the river every morning, counted the stones, and wrote 12 numbers in her notebook.
+Engineers compare logits from two implementations; when they agree to many digits, the weights,
+the rotary embeddings and the attention were all converted the right way. It's simple, isn't it?
+We'll test words like converter, tokenizer, attention, embedding, normalization and quantization.
+""" * 3
+
+COMMON = dict(vocab_size=N_VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+              rms_norm_eps=1e-5, bos_token_id=0, eos_token_id=1)
+
+# name -> (config factory, pre-tokenizer family, tied embeddings, transformers GGUF loader supports it)
+FIXTURES = {
+    "llama": (lambda: LlamaConfig(**COMMON, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                                  tie_word_embeddings=False), "llama3", True),
+    "llama3_rope": (lambda: LlamaConfig(**COMMON, tie_word_embeddings=False, rope_parameters={
+        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 512}), "llama3", True),
+    "mistral": (lambda: MistralConfig(**COMMON, sliding_window=None, tie_word_embeddings=False,
+                                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+                "gpt2", True),
+    "qwen2": (lambda: Qwen2Config(**COMMON, tie_word_embeddings=True,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+              "qwen2", True),
+    "qwen3": (lambda: Qwen3Config(**COMMON, head_dim=32, tie_word_embeddings=True,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+              "qwen2", True),
+    "granite": (lambda: GraniteConfig(**COMMON, tie_word_embeddings=False, embedding_multiplier=12.0,
+                                      attention_multiplier=0.125, residual_multiplier=0.22,
+                                      logits_scaling=4.0,
+                                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+                "gpt2", False),
+}
+
+CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+                 "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def train_tokenizer(family: str) -> PreTrainedTokenizerFast:
+    specials = ["<|bos|>", "<|eos|>", "<|im_start|>", "<|im_end|>"]
+    tok = Tokenizer(models.BPE())
+    if family == "gpt2":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    else:
+        regex = LLAMA3_REGEX if family == "llama3" else QWEN2_REGEX
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(regex), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=N_VOCAB, min_frequency=1, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([TEXT], trainer=trainer)
+    if family == "llama3":  # Llama 3 style: BOS prepended by the post-processor
+        tok.post_processor = processors.TemplateProcessing(
+            single="<|bos|> $A", pair="<|bos|> $A <|bos|> $B", special_tokens=[("<|bos|>", 0)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|bos|>", eos_token="<|eos|>")
+    if family == "qwen2":
+        fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def randomize(model: torch.nn.Module, seed: int) -> None:
+    # Larger than transformers' 0.02 init so logits are O(1) and every weight matters; norms near
+    # 1 and non-zero biases so a dropped or misplaced norm/bias changes the answer.
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g, dtype=torch.float32)
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * noise)
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * noise)
+            else:
+                p.copy_(0.1 * noise)
+
+
+def sequences(n_real: int) -> list[list[int]]:
+    rng = np.random.default_rng(1234)
+    a = [0] + [int(x) for x in rng.integers(4, n_real, size=6)]          # starts with BOS, length 7
+    b = [int(x) for x in np.linspace(5, n_real - 1, 16).astype(np.int64)]  # spread over the vocab
+    return [a, b]
+
+
+def run_logits(model, seqs) -> list[np.ndarray]:
+    out = []
+    with torch.no_grad():
+        for s in seqs:
+            out.append(model(torch.tensor([s])).logits[0].float().numpy())
+    return out
+
+
+def write_logits(path: Path, seqs, logits) -> None:
+    with open(path, "wb") as f:
+        f.write(b"CERALOGT" + struct.pack("<III", 1, logits[0].shape[1], len(seqs)))
+        for s, l in zip(seqs, logits):
+            f.write(struct.pack("<I", len(s)) + np.asarray(s, dtype="<i4").tobytes())
+            f.write(np.ascontiguousarray(l, dtype="<f4").tobytes())
+
+
+def read_logits(path: Path):
+    data = path.read_bytes()
+    assert data[:8] == b"CERALOGT"
+    _, n_vocab, n_seqs = struct.unpack_from("<III", data, 8)
+    pos, seqs, logits = 20, [], []
+    for _ in range(n_seqs):
+        (n,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        seqs.append(np.frombuffer(data, "<i4", n, pos).tolist())
+        pos += 4 * n
+        logits.append(np.frombuffer(data, "<f4", n * n_vocab, pos).reshape(n, n_vocab))
+        pos += 4 * n * n_vocab
+    return seqs, logits
+
+
+def build() -> None:
+    torch.manual_seed(0)
+    for i, (name, (make_config, family, _)) in enumerate(FIXTURES.items()):
+        d = OUT / name
+        d.mkdir(parents=True, exist_ok=True)
+        config = make_config()
+        config.architectures = [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                                 "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                                 "granite": "GraniteForCausalLM"}[config.model_type]]
+        torch.manual_seed(100 + i)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+        randomize(model, 100 + i)
+        model.save_pretrained(d, safe_serialization=True)
+        tok = train_tokenizer(family)
+        tok.save_pretrained(d)
+        seqs = sequences(len(tok))
+        write_logits(d / "logits.bin", seqs, run_logits(model, seqs))
+        size = sum(f.stat().st_size for f in d.iterdir())
+        print(f"{name}: {config.architectures[0]}, vocab {len(tok)} trained / {N_VOCAB}, {size / 1e6:.2f} MB")
+
+
+def gguf_key_length(path: Path):
+    import gguf
+    reader = gguf.GGUFReader(path)
+    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
+    field = reader.fields.get(f"{arch}.attention.key_length")
+    return None if field is None else int(field.parts[-1][0])
+
+
+def check_rope_freqs(gguf_path: Path, hf_config) -> str:
+    import gguf
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    reader = gguf.GGUFReader(gguf_path)
+    ours = next(np.array(t.data, dtype=np.float32) for t in reader.tensors if t.name == "rope_freqs.weight")
+    scaled, _ = ROPE_INIT_FUNCTIONS["llama3"](hf_config, "cpu")
+    p = hf_config.rope_parameters
+    dim = hf_config.head_dim
+    plain = 1.0 / (p["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    expected = (plain / scaled).numpy()  # the factor each dimension's frequency is divided by
+    rel = float(np.abs(ours - expected).max() / np.abs(expected).max())
+    return f"rope_freqs vs transformers' llama3 inv_freq ratio: max rel {rel:.2e} ({ours.size} factors)"
+
+
+def check(cera: str) -> None:
+    rows = []
+    rope_note = ""
+    for name, (_, _, gguf_ok) in FIXTURES.items():
+        d = OUT / name
+        seqs, ref = read_logits(d / "logits.bin")
+        with tempfile.TemporaryDirectory() as tmp:
+            gguf_path = Path(tmp) / f"{name}.gguf"
+            # general.name must not contain "mistral": transformers' GGUF loader then switches to a
+            # "mistral" architecture that gguf-py does not map (the tensors are llama's either way).
+            subprocess.run([cera, "convert", str(d), "-o", str(gguf_path), "--type", "f32", "--name", "cera-parity"],
+                           check=True)
+            if not gguf_ok:
+                rows.append((name, "n/a (transformers' GGUF loader has no granite)", "", ""))
+                continue
+            config = AutoConfig.from_pretrained(tmp, gguf_file=gguf_path.name)
+            # transformers 5.17's GGUF config mapping ignores <arch>.attention.key_length, so a
+            # qwen3 head_dim that differs from hidden/heads is taken from the GGUF file here.
+            key_length = gguf_key_length(gguf_path)
+            if key_length is not None:
+                config.head_dim = key_length
+            if name == "llama3_rope":
+                # The loader does not read rope_freqs (Llama 3 scaling has no metadata keys), so
+                # the tensor is judged on its own against transformers' llama3 inverse
+                # frequencies, and the model runs with the checkpoint's rope parameters.
+                rope_note = check_rope_freqs(gguf_path, AutoConfig.from_pretrained(d))
+                config.rope_parameters = AutoConfig.from_pretrained(d).rope_parameters
+            model = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=gguf_path.name, config=config,
+                                                         dtype=torch.float32).eval()
+            got = run_logits(model, seqs)
+        write_logits(d / "logits_gguf.bin", seqs, got)
+        rel = max(float(np.abs(g - r).max() / np.abs(r).max()) for g, r in zip(got, ref))
+        same_argmax = all((g.argmax(-1) == r.argmax(-1)).all() for g, r in zip(got, ref))
+        rows.append((name, f"{rel:.3e}", "yes" if same_argmax else "NO", "pass" if rel < 1e-4 and same_argmax else "FAIL"))
+    lines = ["# Parity fixtures: conventions check", "",
+             "Each fixture's safetensors logits (transformers, float32) against transformers running the",
+             "GGUF that `cera convert --type f32` wrote (`from_pretrained(dir, gguf_file=...)`).",
+             "rel = max |delta logit| / max |logit| over all positions of both sequences.", "",
+             f"transformers {__import__('transformers').__version__}, torch {torch.__version__}, "
+             f"gguf {__import__('importlib.metadata').metadata.version('gguf')}", "",
+             "| fixture | rel | same argmax | verdict |", "| --- | --- | --- | --- |"]
+    lines += [f"| {a} | {b} | {c} | {e} |" for a, b, c, e in rows]
+    lines += ["", "llama3_rope: transformers' GGUF loader ignores the rope_freqs tensor, so the model is run",
+              "with the checkpoint's rope_parameters and the tensor is compared on its own: " + rope_note + ".",
+              "qwen3: the loader ignores attention.key_length; head_dim is taken from the GGUF's key_length.",
+              "mistral: written as arch `llama` (llama.cpp's convention); general.name avoids \"mistral\",",
+              "which would make transformers' loader switch to an architecture gguf-py does not map."]
+    (OUT / "REPORT.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("command", choices=["build", "check"])
+    ap.add_argument("--cera", default=str(ROOT / "build-conv" / "apps" / "cli" / "cera"))
+    args = ap.parse_args()
+    build() if args.command == "build" else check(args.cera)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
