@@ -1,7 +1,9 @@
 // ThreadPool: persistent workers for parallel_for over index ranges, sized from the CPUs this
 // process may run on. Decode-time verbs last microseconds, so a dispatch must not sleep-wake by
 // default: workers spin briefly on a generation counter and only then block (futex via
-// std::atomic::wait); a dispatch allocates nothing.
+// std::atomic::wait); a dispatch allocates nothing and makes no system call while workers spin.
+// The dispatcher waits only for chunks a worker has actually claimed, never for a worker that
+// has not woken yet (on a loaded machine that wait was a scheduler tick per verb).
 #pragma once
 
 #include <atomic>
@@ -41,15 +43,17 @@ class ThreadPool {
   void drain();  // claims and runs chunks of the current job until none are left
 
   std::vector<std::thread> workers_;
-  // The current job; written by the dispatcher before `generation_` is bumped (release) and read
-  // by workers after they observe the bump (acquire).
+  // The current job; written by the dispatcher before `claim_` is published (release) and read
+  // by a worker only after a successful claim (acquire), so a late worker never sees a torn job.
   ChunkFn call_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_ = 0;
   int64_t grain_ = 1;
-  alignas(64) std::atomic<int64_t> next_{0};     // first unclaimed index
+  // (next unclaimed chunk << 32) | chunk count: one word, so a claim is one compare-exchange.
+  alignas(64) std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<int64_t> done_{0};  // chunks of the current job finished
   alignas(64) std::atomic<uint32_t> generation_{0};
-  alignas(64) std::atomic<int32_t> pending_{0};  // workers that have not finished this job
+  std::atomic<int32_t> sleepers_{0};  // workers blocked in generation_.wait
   std::atomic<bool> stop_{false};
 };
 
