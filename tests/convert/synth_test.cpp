@@ -63,17 +63,17 @@ TEST(Synth, TinyShapeWithCopiedVocabulary) {
 
 TEST(Synth, SameBytesForAnyThreadCountAndPlaceholderVocab) {
   const auto a = test::temp_dir() / "t1.gguf", b = test::temp_dir() / "t3.gguf", c = test::temp_dir() / "s2.gguf";
-  ASSERT_TRUE(synth_model({.shape = "tiny", .type = DType::kQ4_K, .output = a, .seed = 3, .n_threads = 1}).ok());
-  ASSERT_TRUE(synth_model({.shape = "tiny", .type = DType::kQ4_K, .output = b, .seed = 3, .n_threads = 3}).ok());
-  ASSERT_TRUE(synth_model({.shape = "tiny", .type = DType::kQ4_K, .output = c, .seed = 4, .n_threads = 2}).ok());
+  ASSERT_TRUE(synth_model({.shape = "tiny", .type = DType::kQ4_0, .output = a, .seed = 3, .n_threads = 1}).ok());
+  ASSERT_TRUE(synth_model({.shape = "tiny", .type = DType::kQ4_0, .output = b, .seed = 3, .n_threads = 3}).ok());
+  ASSERT_TRUE(synth_model({.shape = "tiny", .type = DType::kQ4_0, .output = c, .seed = 4, .n_threads = 2}).ok());
   EXPECT_EQ(file_bytes(a), file_bytes(b));
   EXPECT_NE(file_bytes(a), file_bytes(c));
   auto f = format::GgufFile::open(a);
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(*f->get<std::string>("tokenizer.ggml.model"), "llama");
   EXPECT_EQ(f->get_array<std::string>("tokenizer.ggml.tokens")->size(), 32000u);
-  EXPECT_EQ(f->find_tensor("blk.0.attn_q.weight")->dtype, DType::kQ4_K);
-  EXPECT_EQ(*f->get<uint32_t>("general.file_type"), 14u);
+  EXPECT_EQ(f->find_tensor("blk.0.attn_q.weight")->dtype, DType::kQ4_0);
+  EXPECT_EQ(*f->get<uint32_t>("general.file_type"), 2u);
 }
 
 TEST(Synth, RejectsUnknownShapeAndBadVocabSource) {
