@@ -301,7 +301,6 @@ Status add_hf_tokenizer(const std::filesystem::path& dir, const HfConfig& config
     tmpl = std::move(text);
   }
   if (tmpl) w.set_string("tokenizer.chat_template", *tmpl);
-  (void)has_tc;
   return {};
 }
 
