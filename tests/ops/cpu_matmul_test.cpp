@@ -214,6 +214,45 @@ TEST(MatmulTest, LargeBatchSplitsRowsAcrossThreads) {
   }
 }
 
+// import_weight may return a repacked copy (the R16 layout of Q4_0/Q4_1/Q8_0 at the VNNI level):
+// matmul and embed on the imported view must agree with the GGUF layout for every type, row
+// counts off the 16-row groups, and every token-tile remainder.
+TEST(MatmulTest, ImportedWeightsMatchTheFileLayout) {
+  std::mt19937 rng(2024);
+  for (DType wt : kWeightTypes) {
+    const int64_t n_in = dtype_block_size(wt) == 256 ? 512 : 160;
+    for (int64_t n_out : {1, 16, 37}) {
+      for (int64_t n_tok : {1, 2, 3, 4, 7}) {
+        std::vector<std::byte> w = random_weight(rng, wt, n_in, n_out);
+        std::vector<float> x = random_floats(rng, static_cast<size_t>(n_in * n_tok));
+        std::vector<float> bias = random_floats(rng, static_cast<size_t>(n_out));
+        const TensorView host = make_view(w.data(), wt, {n_in, n_out, 1, 1});
+        const TensorView xv = make_view(x.data(), DType::kF32, {n_in, n_tok, 1, 1});
+        const TensorView bv = make_view(bias.data(), DType::kF32, {n_out, 1, 1, 1});
+        for (IsaBackend& ib : all_backends()) {
+          SCOPED_TRACE(std::string(dtype_name(wt)) + " " + std::string(cpu_isa_name(ib.isa)) +
+                       " n_out=" + std::to_string(n_out) + " n_tok=" + std::to_string(n_tok));
+          std::unique_ptr<Buffer> keep;
+          auto imported = ib.backend->import_weight(host, keep);
+          ASSERT_TRUE(imported.ok());
+          std::vector<float> ref(static_cast<size_t>(n_out * n_tok), nan_value());
+          std::vector<float> got(ref.size(), nan_value());
+          ib.backend->matmul(make_view(ref.data(), DType::kF32, {n_out, n_tok, 1, 1}), host, xv, &bv);
+          ib.backend->matmul(make_view(got.data(), DType::kF32, {n_out, n_tok, 1, 1}), *imported, xv, &bv);
+          for (size_t i = 0; i < ref.size(); ++i) {
+            ASSERT_NEAR(got[i], ref[i], 1e-4f * (1.0f + std::fabs(ref[i]))) << "i=" << i;
+          }
+          const std::vector<int32_t> tokens = {static_cast<int32_t>(n_out - 1), 0};
+          std::vector<float> e_ref(static_cast<size_t>(n_in * 2)), e_got(e_ref.size());
+          ib.backend->embed(make_view(e_ref.data(), DType::kF32, {n_in, 2, 1, 1}), host, tokens, 1.0f);
+          ib.backend->embed(make_view(e_got.data(), DType::kF32, {n_in, 2, 1, 1}), *imported, tokens, 1.0f);
+          ASSERT_EQ(e_got, e_ref);
+        }
+      }
+    }
+  }
+}
+
 TEST(MatmulTest, SupportsEveryReferenceWeightType) {
   for (IsaBackend& ib : all_backends(1)) {
     for (DType t : kWeightTypes) EXPECT_TRUE(ib.backend->supports_weight(t)) << dtype_name(t);

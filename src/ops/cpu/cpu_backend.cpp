@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ops/cpu/cpu_context.h"
+#include "ops/cpu/repack.h"
 #include "quant/quant.h"
 
 namespace cera::ops {
@@ -30,6 +31,22 @@ class HostBuffer final : public Buffer {
  private:
   std::byte* data_;
   uint64_t size_;
+};
+
+// A weight in the R16 layout; unregisters itself when freed.
+class R16Buffer final : public Buffer {
+ public:
+  R16Buffer(uint64_t size, std::shared_ptr<cpu::R16Registry> registry)
+      : host_(size), registry_(std::move(registry)) {}
+  ~R16Buffer() override { registry_->remove(host_.data()); }
+  R16Buffer(const R16Buffer&) = delete;
+  R16Buffer& operator=(const R16Buffer&) = delete;
+  std::byte* data() override { return host_.data(); }
+  uint64_t size() const override { return host_.size(); }
+
+ private:
+  HostBuffer host_;
+  std::shared_ptr<cpu::R16Registry> registry_;
 };
 
 const cpu::KernelTable& table_for(CpuIsa isa) {
@@ -77,7 +94,28 @@ class CpuBackend final : public Backend {
   Result<TensorView> import_weight(const TensorView& host, std::unique_ptr<Buffer>& keep) override {
     keep.reset();
     if (host.device != Device::kCpu) return invalid_argument("cpu: import_weight of a device tensor");
-    return host;  // zero copy: the kernels read GGUF blocks in place
+    if (ctx_.kernels->r16_matmul_for(host.dtype) == nullptr || host.cols() % 32 != 0) {
+      return host;  // zero copy: the kernels read GGUF blocks in place
+    }
+    // Repacked copy (repack.h): the decode matmul of these types runs ~2-3x faster on it.
+    const int64_t n_in = host.cols(), n_out = host.rows();
+    const auto bytes = static_cast<uint64_t>(cpu::r16_size(host.dtype, n_in, n_out));
+    std::unique_ptr<Buffer> buf;
+    try {
+      buf = std::make_unique<R16Buffer>(bytes, ctx_.r16);
+    } catch (const std::bad_alloc&) {
+      return Status(ErrorCode::kOutOfRange, "cpu: cannot allocate " + std::to_string(bytes) + " bytes");
+    }
+    std::byte* dst = buf->data();
+    ctx_.pool.parallel_for(cpu::r16_groups(n_out), 16, [&](int64_t begin, int64_t end) {
+      cpu::r16_repack(host.dtype, host.data, host.stride(), n_in, n_out, dst, begin, end);
+    });
+    ctx_.r16->add(dst, {host.dtype, n_in, n_out});
+    TensorView view = host;
+    view.data = dst;
+    view.row_stride = 0;
+    keep = std::move(buf);
+    return view;
   }
   void upload(const TensorView& dst, const void* src) override {
     CERA_CHECK(dst.device == Device::kCpu);

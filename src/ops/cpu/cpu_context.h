@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "core/tensor.h"
@@ -15,12 +18,45 @@
 
 namespace cera::ops::cpu {
 
+// The weights import_weight repacked into the R16 layout (repack.h), by the data pointer of the
+// view it returned. Shared with the buffers holding them, which unregister when freed (so a
+// later allocation at the same address is never mistaken for a repacked weight).
+struct R16Weight {
+  DType type;
+  int64_t n_in;
+  int64_t n_out;
+};
+class R16Registry {
+ public:
+  void add(const std::byte* data, R16Weight w) {
+    std::lock_guard lock(mu_);
+    map_[data] = w;
+  }
+  void remove(const std::byte* data) {
+    std::lock_guard lock(mu_);
+    map_.erase(data);
+  }
+  // The entry for a view whose data pointer is `data`, or false.
+  bool find(const std::byte* data, R16Weight& out) {
+    std::lock_guard lock(mu_);
+    const auto it = map_.find(data);
+    if (it == map_.end()) return false;
+    out = it->second;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const std::byte*, R16Weight> map_;
+};
+
 struct CpuContext {
   CpuContext(int n_threads, CpuIsa isa_level, const KernelTable& table)
       : pool(n_threads), isa(isa_level), kernels(&table) {}
   ThreadPool pool;
   CpuIsa isa;
   const KernelTable* kernels;
+  std::shared_ptr<R16Registry> r16 = std::make_shared<R16Registry>();
   // Scratch; grown on demand, never shrunk (a Backend is used by one thread at a time).
   std::vector<std::byte> act_rows;  // quantized activation rows of a matmul
   std::vector<float> act_d;         // Q8_0 block scales as float

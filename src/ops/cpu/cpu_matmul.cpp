@@ -7,6 +7,7 @@
 
 #include "core/half.h"
 #include "ops/cpu/cpu_context.h"
+#include "ops/cpu/repack.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 
@@ -81,7 +82,14 @@ void matmul(CpuContext& ctx, const TensorView& out, const TensorView& weight, co
     check_f32_cpu(*bias, "matmul bias");
     CERA_CHECK(bias->n_elements() == n_out && bias->packed());
   }
-  const MatmulRowsFn rows_fn = ctx.kernels->matmul_for(weight.dtype);
+  R16Weight r16{};
+  const bool repacked = ctx.r16->find(weight.data, r16);
+  if (repacked) {
+    CERA_CHECK_MSG(r16.type == weight.dtype && r16.n_in == n_in && r16.n_out == n_out,
+                   "matmul: a repacked weight must be used whole (no row slices)");
+  }
+  const MatmulRowsFn rows_fn = repacked ? ctx.kernels->r16_matmul_for(weight.dtype)
+                                        : ctx.kernels->matmul_for(weight.dtype);
   CERA_CHECK_MSG(rows_fn != nullptr,
                  "matmul: no CPU kernel for weight type " + std::string(dtype_name(weight.dtype)));
   if (n_out == 0 || n_tokens == 0) return;
@@ -101,7 +109,7 @@ void matmul(CpuContext& ctx, const TensorView& out, const TensorView& weight, co
 
   // Chunks of whole tiles, about 8 per thread so that dynamic claiming evens out the threads;
   // a small product runs on the calling thread alone (a dispatch costs a few microseconds).
-  const int64_t tile = ctx.kernels->tile_rows;
+  const int64_t tile = repacked ? kR16Rows : ctx.kernels->tile_rows;
   const int64_t n_tiles = (n_out + tile - 1) / tile;
   const int64_t macs = n_out * n_in * n_tokens;
   const int64_t grain = macs < (1 << 16) ? n_tiles
@@ -121,10 +129,18 @@ void embed(CpuContext& ctx, const TensorView& out, const TensorView& table,
   CERA_CHECK_MSG(out.cols() == n_embd && out.rows() == static_cast<int64_t>(tokens.size()),
                  "embed: out shape mismatch");
   for (int32_t id : tokens) CERA_CHECK_MSG(id >= 0 && id < n_vocab, "embed: token id out of range");
+  R16Weight r16{};
+  const bool repacked = ctx.r16->find(table.data, r16);
+  CERA_CHECK(!repacked || (r16.n_in == n_embd && r16.n_out == n_vocab));
   ctx.pool.parallel_for(static_cast<int64_t>(tokens.size()), 16, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       float* dst = out.row_as<float>(t);
-      quant::dequantize_row(table.dtype, table.row(tokens[static_cast<size_t>(t)]), dst, n_embd);
+      const int32_t id = tokens[static_cast<size_t>(t)];
+      if (repacked) {
+        r16_dequantize_row(table.dtype, table.data, n_embd, id, dst);
+      } else {
+        quant::dequantize_row(table.dtype, table.row(id), dst, n_embd);
+      }
       if (scale != 1.0f) {
         for (int64_t i = 0; i < n_embd; ++i) dst[i] *= scale;
       }

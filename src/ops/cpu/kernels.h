@@ -69,6 +69,9 @@ struct KernelTable {
   int tile_rows;                           // weight rows per tile: the row split's granularity
   MatmulRowsFn (*matmul_for)(DType weight);  // null for a weight type without a kernel
   AttentionFn attention;
+  // Kernels over weights in the R16 layout of repack.h (rows split in multiples of kR16Rows;
+  // MatmulArgs::w_stride unused); null for a type this level does not repack.
+  MatmulRowsFn (*r16_matmul_for)(DType weight);
 };
 
 const KernelTable& portable_kernels();

@@ -43,11 +43,12 @@ void matmul_reference(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
 MatmulRowsFn matmul_for(DType weight) {
   return quant::has_vec_dot(weight) ? matmul_reference : nullptr;
 }
+MatmulRowsFn no_r16(DType) { return nullptr; }
 
 }  // namespace
 
 const KernelTable& portable_kernels() {
-  static const KernelTable table{"portable", 1, matmul_for, attention_unit};
+  static const KernelTable table{"portable", 1, matmul_for, attention_unit, no_r16};
   return table;
 }
 
