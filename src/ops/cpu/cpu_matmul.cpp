@@ -39,14 +39,10 @@ PackedActivations pack_activations(CpuContext& ctx, DType act_type, const Tensor
   ctx.pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       std::byte* dst = rows + t * row_bytes;
-      quant::quantize_activation_row(act_type, x.row_as<const float>(t), dst, n_in);
-      if (!q8_0) continue;
-      const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(dst);
-      for (int64_t b = 0; b < nb; ++b) {
-        int32_t s = 0;
-        for (int j = 0; j < 32; ++j) s += blocks[b].qs[j];
-        act_sum[t * nb + b] = s;
-        act_d[t * nb + b] = half_to_float(blocks[b].d);
+      if (q8_0) {
+        ctx.kernels->quantize_q8_0(x.row_as<const float>(t), n_in, dst, act_d + t * nb, act_sum + t * nb);
+      } else {
+        quant::quantize_activation_row(act_type, x.row_as<const float>(t), dst, n_in);
       }
     }
   });

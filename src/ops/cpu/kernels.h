@@ -72,6 +72,9 @@ struct KernelTable {
   // Kernels over weights in the R16 layout of repack.h (rows split in multiples of kR16Rows;
   // MatmulArgs::w_stride unused); null for a type this level does not repack.
   MatmulRowsFn (*r16_matmul_for)(DType weight);
+  // Quantizes n floats (a multiple of 32) to Q8_0 blocks exactly as quant's reference does, and
+  // writes each block's scale as float and its code sum (PackedActivations::block_d/block_sum).
+  void (*quantize_q8_0)(const float* x, int64_t n, void* blocks, float* block_d, int32_t* block_sum);
 };
 
 const KernelTable& portable_kernels();

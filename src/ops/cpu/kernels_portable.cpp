@@ -3,7 +3,9 @@
 // attention uses plain loops. Slow, but runs on any CPU.
 #include <cmath>
 
+#include "core/half.h"
 #include "ops/cpu/kernels.h"
+#include "quant/blocks.h"
 #include "quant/quant.h"
 
 namespace cera::ops::cpu {
@@ -45,10 +47,22 @@ MatmulRowsFn matmul_for(DType weight) {
 }
 MatmulRowsFn no_r16(DType) { return nullptr; }
 
+void quantize_q8_0_reference(const float* x, int64_t n, void* blocks, float* block_d, int32_t* block_sum) {
+  quant::quantize_activation_row(DType::kQ8_0, x, blocks, n);
+  const auto* b = static_cast<const quant::BlockQ8_0*>(blocks);
+  for (int64_t i = 0; i < n / 32; ++i) {
+    int32_t s = 0;
+    for (int j = 0; j < 32; ++j) s += b[i].qs[j];
+    block_sum[i] = s;
+    block_d[i] = half_to_float(b[i].d);
+  }
+}
+
 }  // namespace
 
 const KernelTable& portable_kernels() {
-  static const KernelTable table{"portable", 1, matmul_for, attention_unit, no_r16};
+  static const KernelTable table{"portable", 1, matmul_for, attention_unit, no_r16,
+                                 quantize_q8_0_reference};
   return table;
 }
 
