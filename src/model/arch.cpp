@@ -5,11 +5,12 @@
 
 namespace cera::model {
 namespace {
-constexpr std::array<std::pair<Arch, std::string_view>, 4> kNames = {{
+constexpr std::array<std::pair<Arch, std::string_view>, 5> kNames = {{
     {Arch::kLlama, "llama"},
     {Arch::kQwen2, "qwen2"},
     {Arch::kQwen3, "qwen3"},
     {Arch::kGranite, "granite"},
+    {Arch::kGemma3, "gemma3"},
 }};
 }  // namespace
 

@@ -9,5 +9,6 @@ Result<std::unique_ptr<Model>> load_llama(const format::GgufFile&, ops::Backend&
 Result<std::unique_ptr<Model>> load_qwen2(const format::GgufFile&, ops::Backend&, const LoadOptions&);
 Result<std::unique_ptr<Model>> load_qwen3(const format::GgufFile&, ops::Backend&, const LoadOptions&);
 Result<std::unique_ptr<Model>> load_granite(const format::GgufFile&, ops::Backend&, const LoadOptions&);
+Result<std::unique_ptr<Model>> load_gemma3(const format::GgufFile&, ops::Backend&, const LoadOptions&);
 
 }  // namespace cera::model

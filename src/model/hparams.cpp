@@ -32,6 +32,37 @@ Status positive(const std::string& key, int64_t value) {
   return {};
 }
 
+// Gemma 3: sqrt(n_embd) embedding scale (in code, not metadata), its query scale, and the
+// local/global layer pattern: `sliding_window_pattern` is a period (layers with il % period <
+// period - 1 are local) or a per-layer bool array; the default period is 6.
+Status read_gemma3_extras(const format::GgufFile& f, const std::string& p, HParams& hp) {
+  hp.embedding_scale = std::sqrt(static_cast<float>(hp.n_embd));
+  if (hp.attention_scale == 0.0f) {
+    // The 27B (62 layers) scales queries by 1/sqrt(n_embd / n_head), the others by 1/sqrt(head_dim).
+    hp.attention_scale = hp.n_layer == 62 ? 1.0f / std::sqrt(static_cast<float>(hp.n_embd / hp.n_head))
+                                          : 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+  }
+  CERA_ASSIGN_OR_RETURN(hp.sliding_window, f.get_or<int32_t>(p + "attention.sliding_window", 0));
+  CERA_ASSIGN_OR_RETURN(hp.rope_freq_base_swa, f.get_or<float>(p + "rope.freq_base_swa", 10000.0f));
+  CERA_ASSIGN_OR_RETURN(hp.final_logit_softcap, f.get_or<float>(p + "final_logit_softcapping", 0.0f));
+  hp.swa_layers.assign(hp.n_layer, false);
+  if (hp.sliding_window <= 0) return {};
+  const format::GgufValue* pattern = f.find(p + "attention.sliding_window_pattern");
+  if (pattern != nullptr && pattern->array() != nullptr) {
+    CERA_ASSIGN_OR_RETURN(const std::vector<bool> flags, f.get_array<bool>(p + "attention.sliding_window_pattern"));
+    if (flags.size() != static_cast<size_t>(hp.n_layer)) {
+      return invalid_argument("key '" + p + "attention.sliding_window_pattern' has " + std::to_string(flags.size()) +
+                              " entries, expected " + std::to_string(hp.n_layer));
+    }
+    hp.swa_layers = flags;
+    return {};
+  }
+  CERA_ASSIGN_OR_RETURN(const int32_t period, f.get_or<int32_t>(p + "attention.sliding_window_pattern", 6));
+  if (period <= 0) return invalid_argument("key '" + p + "attention.sliding_window_pattern' must be > 0");
+  for (int32_t il = 0; il < hp.n_layer; ++il) hp.swa_layers[il] = il % period < period - 1;
+  return {};
+}
+
 }  // namespace
 
 Result<HParams> read_hparams(const format::GgufFile& f, Arch arch) {
@@ -85,6 +116,9 @@ Result<HParams> read_hparams(const format::GgufFile& f, Arch arch) {
 
   if (f.has(p + "attention.scale")) {
     CERA_ASSIGN_OR_RETURN(hp.attention_scale, f.get<float>(p + "attention.scale"));
+  }
+  if (arch == Arch::kGemma3) {
+    CERA_RETURN_IF_ERROR(read_gemma3_extras(f, p, hp));
   }
   if (arch == Arch::kGranite) {
     CERA_ASSIGN_OR_RETURN(hp.embedding_scale, f.get_or<float>(p + "embedding_scale", 1.0f));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "format/gguf.h"
@@ -32,6 +33,11 @@ struct HParams {
   float attention_scale = 0.0f;  // 0: 1/sqrt(head_dim)
   float residual_scale = 1.0f;
   float logit_scale = 1.0f;      // logits are divided by it
+  float final_logit_softcap = 0.0f;  // 0: none; else logits = cap * tanh(logits / cap)
+  // Interleaved sliding-window attention (gemma3): swa_layers[il] says whether layer il is local.
+  int32_t sliding_window = 0;
+  std::vector<bool> swa_layers;
+  float rope_freq_base_swa = 10000.0f;  // local layers' RoPE base (no scaling)
 };
 
 // Reads `<arch>.*` keys; errors name the missing or invalid key. n_vocab comes from the token

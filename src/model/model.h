@@ -32,8 +32,8 @@ class Model {
   virtual ~Model() = default;
   virtual const HParams& hparams() const = 0;
   virtual KvGeometry kv_geometry() const = 0;
-  // RoPE of the attention layers, for re-rotating cached K on a context shift.
-  virtual ops::RopeParams rope_params() const = 0;
+  // RoPE of layer il's attention, for re-rotating cached K on a context shift.
+  virtual ops::RopeParams rope_params(int32_t il) const = 0;
   virtual ops::Backend& backend() = 0;
 
   // Runs the batch: stores its K/V into `kv` (one KvLayer per layer) and writes the logits of

@@ -9,7 +9,7 @@ Result<std::unique_ptr<Model>> load_qwen3(const format::GgufFile& file, ops::Bac
                                           const LoadOptions& options) {
   CERA_ASSIGN_OR_RETURN(const HParams hp, read_hparams(file, Arch::kQwen3));
   DenseSpec spec = default_dense_spec(hp);
-  spec.attention.qk_norm = true;
+  for (AttentionSpec& a : spec.attention) a.qk_norm = true;
   return make_dense_decoder(file, backend, spec, options);
 }
 

@@ -96,7 +96,7 @@ void KvCache::truncate(SeqId seq, int32_t n) {
   s.length = n;
 }
 
-void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard, const ops::RopeParams& rope) {
+void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
   const int32_t len = seq_(seq).length;
   CERA_CHECK(n_keep >= 0 && n_discard > 0 && n_keep + n_discard <= len);
   ops::Backend& backend = model_->backend();
@@ -116,7 +116,9 @@ void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard, const ops::Rop
   std::vector<int32_t> moved;
   for (int32_t i = n_keep; i < len - n_discard; ++i) moved.push_back(slot(seq, i));
   if (!moved.empty()) {
-    for (const ops::KvLayer& layer : layers_) backend.kv_rerotate(layer, moved, -n_discard, head_dim_, rope);
+    for (size_t il = 0; il < layers_.size(); ++il) {
+      backend.kv_rerotate(layers_[il], moved, -n_discard, head_dim_, model_->rope_params(static_cast<int32_t>(il)));
+    }
   }
 }
 

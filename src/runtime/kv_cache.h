@@ -42,7 +42,7 @@ class KvCache {
   void truncate(SeqId seq, int32_t n);
   // Context shift: drops entries [n_keep, n_keep + n_discard), moves the rest down and
   // re-rotates their K by -n_discard so every entry's RoPE position equals its new index.
-  void shift(SeqId seq, int32_t n_keep, int32_t n_discard, const ops::RopeParams& rope);
+  void shift(SeqId seq, int32_t n_keep, int32_t n_discard);
 
  private:
   struct Sequence {

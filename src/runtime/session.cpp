@@ -107,7 +107,7 @@ Status Session::make_room(int32_t n_tokens) {
   // llama.cpp's rule: keep the first n_keep, drop half of the rest.
   const int32_t keep = std::min(n_keep_, len - 1);
   const int32_t discard = std::max(1, (len - keep) / 2);
-  cache_.shift(seq_, keep, discard, model_->rope_params());
+  cache_.shift(seq_, keep, discard);
   tokens_.erase(tokens_.begin() + keep, tokens_.begin() + keep + discard);
   ++stats_.n_context_shifts;
   return make_room(n_tokens);

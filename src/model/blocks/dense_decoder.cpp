@@ -9,8 +9,10 @@ namespace {
 struct DenseLayer {
   TensorView attn_norm;  // [n_embd]
   AttentionWeights attention;
+  std::optional<TensorView> post_attention_norm;  // [n_embd], sandwich norms only
   TensorView ffn_norm;   // [n_embd]
   FfnWeights ffn;
+  std::optional<TensorView> post_ffw_norm;        // [n_embd], sandwich norms only
 };
 
 class DenseDecoder final : public Model {
@@ -23,7 +25,7 @@ class DenseDecoder final : public Model {
   KvGeometry kv_geometry() const override {
     return {spec_.hp.n_layer, spec_.hp.n_head_kv * spec_.hp.head_dim};
   }
-  ops::RopeParams rope_params() const override { return spec_.attention.rope; }
+  ops::RopeParams rope_params(int32_t il) const override { return spec_.attention[il].rope; }
   ops::Backend& backend() override { return backend_; }
   Status forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) override;
 
@@ -50,15 +52,24 @@ Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& optio
   // Llama 3.1+ carries its rope scaling as per-dimension factors; read on the host by rope().
   if (const format::GgufTensorInfo* rf = file.find_tensor("rope_freqs.weight")) {
     CERA_RETURN_IF_ERROR(loader.require("rope_freqs.weight", {hp.n_rot / 2, 1, 1, 1}, WeightUse::kVector).status());
-    spec_.attention.rope.freq_factors = reinterpret_cast<const float*>(file.tensor_data(*rf).data());
+    const auto* factors = reinterpret_cast<const float*>(file.tensor_data(*rf).data());
+    for (int il = 0; il < hp.n_layer; ++il) {
+      if (!hp.swa_layers[il]) spec_.attention[il].rope.freq_factors = factors;
+    }
   }
   layers_.resize(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il) {
     DenseLayer& l = layers_[il];
     CERA_ASSIGN_OR_RETURN(l.attn_norm, loader.require(layer_tensor(il, "attn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
-    CERA_ASSIGN_OR_RETURN(l.attention, load_attention(loader, il, n_embd, spec_.attention));
+    CERA_ASSIGN_OR_RETURN(l.attention, load_attention(loader, il, n_embd, spec_.attention[il]));
     CERA_ASSIGN_OR_RETURN(l.ffn_norm, loader.require(layer_tensor(il, "ffn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
     CERA_ASSIGN_OR_RETURN(l.ffn, load_ffn(loader, il, n_embd, hp.n_ff));
+    if (spec_.sandwich_norms) {
+      CERA_ASSIGN_OR_RETURN(l.post_attention_norm, loader.require(layer_tensor(il, "post_attention_norm"),
+                                                                  {n_embd, 1, 1, 1}, WeightUse::kVector));
+      CERA_ASSIGN_OR_RETURN(l.post_ffw_norm,
+                            loader.require(layer_tensor(il, "post_ffw_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
+    }
   }
   CERA_ASSIGN_OR_RETURN(output_norm_, loader.require("output_norm.weight", {n_embd, 1, 1, 1}, WeightUse::kVector));
   CERA_ASSIGN_OR_RETURN(auto output, loader.optional("output.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kMatmul));
@@ -100,10 +111,12 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
   for (size_t il = 0; il < layers_.size(); ++il) {
     const DenseLayer& l = layers_[il];
     backend_.rms_norm(h, x, l.attn_norm, hp.rms_eps);
-    attention_forward(backend_, s, l.attention, spec_.attention, batch, kv[il], h, h);
+    attention_forward(backend_, s, l.attention, spec_.attention[il], batch, kv[il], h, h);
+    if (l.post_attention_norm) backend_.rms_norm(h, h, *l.post_attention_norm, hp.rms_eps);
     backend_.add_scaled(x, x, h, hp.residual_scale);
     backend_.rms_norm(h, x, l.ffn_norm, hp.rms_eps);
     ffn_forward(backend_, s, l.ffn, spec_.activation, h, h);
+    if (l.post_ffw_norm) backend_.rms_norm(h, h, *l.post_ffw_norm, hp.rms_eps);
     backend_.add_scaled(x, x, h, hp.residual_scale);
   }
   if (n_out == 0) return {};
@@ -115,6 +128,11 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
   backend_.matmul(out, output_, rows);
   if (hp.logit_scale != 1.0f) backend_.scale(out, 1.0f / hp.logit_scale);
   backend_.download(logits.data(), out);
+  if (hp.final_logit_softcap > 0.0f) {
+    // On the host: one pass over n_vocab floats per output row, after the download we need anyway.
+    const float cap = hp.final_logit_softcap;
+    for (float& l : logits) l = cap * std::tanh(l / cap);
+  }
   return {};
 }
 
@@ -123,19 +141,24 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
 DenseSpec default_dense_spec(const HParams& hp) {
   DenseSpec spec;
   spec.hp = hp;
-  spec.attention.params = {.n_head = hp.n_head,
-                           .n_head_kv = hp.n_head_kv,
-                           .head_dim = hp.head_dim,
-                           .scale = hp.attention_scale != 0.0f ? hp.attention_scale
-                                                               : 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
-                           .softcap = 0.0f,
-                           .sliding_window = 0};
-  spec.attention.rope = {.kind = hp.rope_kind,
-                         .n_rot = hp.n_rot,
-                         .freq_base = hp.rope_freq_base,
-                         .freq_scale = hp.rope_freq_scale,
-                         .freq_factors = nullptr};
-  spec.attention.norm_eps = hp.rms_eps;
+  if (spec.hp.swa_layers.empty()) spec.hp.swa_layers.assign(hp.n_layer, false);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const bool local = spec.hp.swa_layers[il];
+    AttentionSpec a;
+    a.params = {.n_head = hp.n_head,
+                .n_head_kv = hp.n_head_kv,
+                .head_dim = hp.head_dim,
+                .scale = hp.attention_scale != 0.0f ? hp.attention_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
+                .softcap = 0.0f,
+                .sliding_window = local ? hp.sliding_window : 0};
+    a.rope = {.kind = hp.rope_kind,
+              .n_rot = hp.n_rot,
+              .freq_base = local ? hp.rope_freq_base_swa : hp.rope_freq_base,
+              .freq_scale = local ? 1.0f : hp.rope_freq_scale,
+              .freq_factors = nullptr};
+    a.norm_eps = hp.rms_eps;
+    spec.attention.push_back(a);
+  }
   return spec;
 }
 

@@ -1,7 +1,8 @@
 // The pre-norm decoder-only transformer shared by the dense families (llama, mistral, qwen2,
-// qwen3, granite): embed -> [RMSNorm -> attention -> residual, RMSNorm -> gated FFN -> residual]
-// x n_layer -> RMSNorm -> output. An architecture file fills a DenseSpec; nothing here knows
-// which architecture it runs.
+// qwen3, granite, gemma3): embed -> [RMSNorm -> attention (-> RMSNorm) -> residual, RMSNorm ->
+// gated FFN (-> RMSNorm) -> residual] x n_layer -> RMSNorm -> output. The bracketed norms are
+// Gemma's "sandwich" norms. An architecture file fills a DenseSpec; nothing here knows which
+// architecture it runs.
 #pragma once
 
 #include <memory>
@@ -14,12 +15,14 @@ namespace cera::model {
 
 struct DenseSpec {
   HParams hp;
-  AttentionSpec attention;
+  std::vector<AttentionSpec> attention;  // [n_layer]: layers may differ (local vs global)
   ops::Activation activation = ops::Activation::kSilu;
+  bool sandwich_norms = false;  // post_attention_norm and post_ffw_norm after each block
 };
 
 // The spec every dense family starts from: GQA attention with 1/sqrt(head_dim) scaling (or the
-// file's attention.scale), the architecture's RoPE, SiLU-gated FFN.
+// file's attention.scale), the architecture's RoPE, SiLU-gated FFN; local (sliding-window)
+// layers from hp.swa_layers get the window and the local RoPE base.
 DenseSpec default_dense_spec(const HParams& hp);
 
 // Loads the weights (token_embd, per-layer attn_norm/attention/ffn_norm/ffn, output_norm,
