@@ -96,6 +96,28 @@ TEST(ModelLoading, WrongTensorShapeIsNamed) {
       << engine.status().message();
 }
 
+TEST(ModelLoading, WeightTypeWithoutKernelIsNamed) {
+  // blk.0.attn_q as Q2_0 (64-element blocks of 18 bytes), a type no backend has a kernel for.
+  auto f = format::GgufFile::open(test::stories_gguf());
+  ASSERT_TRUE(f.ok());
+  format::GgufWriter w;
+  for (const auto& kv : f->metadata()) w.set(kv.key, kv.value);
+  for (const auto& t : f->tensors()) {
+    if (t.name == "blk.0.attn_q.weight") {
+      ASSERT_TRUE(w.add_tensor({t.name, DType::kQ2_0, t.shape}, std::vector<std::byte>(64 * 18, std::byte{0x11})).ok());
+    } else {
+      ASSERT_TRUE(w.add_tensor_view({t.name, t.dtype, t.shape}, f->tensor_data(t)).ok());
+    }
+  }
+  const auto path = test::temp_dir() / "q2_0.gguf";
+  ASSERT_TRUE(w.write(path).ok());
+  auto engine = api::Engine::load({.model_path = path, .device = api::DeviceChoice::kCpu});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("tensor 'blk.0.attn_q.weight' has type Q2_0, which has no cpu"),
+            std::string::npos)
+      << engine.status().message();
+}
+
 TEST(ModelLoading, MissingKeyIsNamed) {
   auto engine = api::Engine::load({.model_path = edited_copy("no_blocks.gguf", "llama.block_count", "")});
   ASSERT_FALSE(engine.ok());
