@@ -1,0 +1,61 @@
+// ChatTemplate: a model's `tokenizer.chat_template` (a Jinja template) parsed once and rendered
+// per request, byte-identical to what Hugging Face transformers' apply_chat_template produces
+// for the supported subset. Unsupported syntax fails at parse time with its line:column.
+#pragma once
+
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "format/gguf.h"
+#include "runtime/chat/value.h"
+#include "tokenizer/tokenizer.h"
+
+namespace cera::runtime::chat {
+
+struct ChatContext {
+  Value messages = Value(Array{});  // [{"role": ..., "content": ..., "tool_calls": ...}, ...]
+  Value tools = Value::none();      // tool schemas, or none (transformers passes None)
+  bool add_generation_prompt = false;
+  std::string bos_token;
+  std::string eos_token;
+  Object extra;                     // extra template variables: enable_thinking, documents, ...
+  std::optional<std::tm> now;       // the local time strftime_now() formats; unset: the current time
+};
+
+
+class ChatTemplate {
+ public:
+  // Parses and checks the template (every statement, filter and test must be supported).
+  static Result<ChatTemplate> parse(std::string_view source);
+
+  // Renders with the variables transformers passes: messages, tools, documents (none),
+  // add_generation_prompt, bos_token, eos_token, then `extra` (which may override them).
+  // Thread-safe: rendering does not modify the template.
+  Result<std::string> render(const ChatContext& context) const;
+
+  const std::string& source() const { return source_; }
+
+ private:
+  struct Parsed;
+  std::string source_;
+  std::shared_ptr<const Parsed> parsed_;
+};
+
+// The template stored under tokenizer.chat_template; kNotFound when the file has none.
+Result<ChatTemplate> chat_template_from_gguf(const format::GgufFile& file);
+
+// The texts of the vocabulary's BOS and EOS tokens ("" when it has none), as templates expect
+// them in bos_token / eos_token.
+struct SpecialTokenTexts {
+  std::string bos;
+  std::string eos;
+};
+SpecialTokenTexts special_token_texts(const tokenizer::Tokenizer& tokenizer);
+
+// {"role": role, "content": content}
+Value make_message(std::string_view role, std::string_view content);
+
+}  // namespace cera::runtime::chat
