@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "model_options.h"
+#include "runtime/chat/chat_template.h"
 
 namespace cera::cli {
 namespace {
@@ -21,6 +22,8 @@ struct RunOptions {
   bool no_bos = false;
   bool special = false;
   std::vector<std::string> stop;
+  bool chat = false;   // format the prompt as one user message with the model's chat template
+  std::string system;  // with --chat: a system message before it
 };
 
 runtime::Session* g_running = nullptr;  // for the SIGINT handler: cancel, don't die
@@ -48,6 +51,19 @@ void run(const RunOptions& o) {
     const int32_t bos = engine->tokenizer().bos();
     if (bos < 0) fail("run", invalid_argument("empty prompt and the vocabulary has no BOS token"));
     st = session->append_tokens(std::span(&bos, 1));
+  } else if (o.chat) {
+    // One-shot chat: the template decides BOS and special tokens, as transformers does.
+    auto tmpl = runtime::chat::chat_template_from_gguf(engine->file());
+    if (!tmpl.ok()) fail("run", tmpl.status());
+    const auto texts = runtime::chat::special_token_texts(engine->tokenizer());
+    runtime::chat::ChatContext ctx{.add_generation_prompt = true, .bos_token = texts.bos, .eos_token = texts.eos};
+    runtime::chat::Array messages;
+    if (!o.system.empty()) messages.push_back(runtime::chat::make_message("system", o.system));
+    messages.push_back(runtime::chat::make_message("user", prompt));
+    ctx.messages = runtime::chat::Value(std::move(messages));
+    auto text = tmpl->render(ctx);
+    if (!text.ok()) fail("run", text.status());
+    st = session->append_text(*text, false, true);
   } else {
     st = session->append_text(prompt, add_bos, o.special);
   }
@@ -95,6 +111,8 @@ void register_run(CLI::App& app) {
   cmd->add_option("--stop", o->stop, "stop before this string (repeatable)");
   cmd->add_flag("--no-bos", o->no_bos, "do not add BOS even if the vocabulary asks for it");
   cmd->add_flag("--special", o->special, "parse special-token texts in the prompt");
+  cmd->add_flag("--chat", o->chat, "format the prompt as a user message with the model's chat template");
+  cmd->add_option("--system", o->system, "with --chat: system prompt")->needs(cmd->get_option("--chat"));
   cmd->callback([o] { run(*o); });
 }
 

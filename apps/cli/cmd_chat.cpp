@@ -1,0 +1,274 @@
+// `cera chat`: an interactive conversation rendered with the model's own chat template. The KV
+// cache persists across turns: each turn evaluates only the text the template appended since
+// the last turn (the per-reply stderr line shows how many tokens that was). Ctrl-C stops a reply;
+// a second Ctrl-C at the prompt leaves. Works on a pipe too: one message per input line.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+
+#include "model_options.h"
+#include "runtime/chat/conversation.h"
+
+namespace cera::cli {
+namespace {
+
+struct ChatOptions {
+  ModelOptions model;
+  std::string system;
+  int n_predict = 1024;
+  runtime::SamplingParams sampling;
+};
+
+std::atomic<runtime::Session*> g_generating{nullptr};
+volatile std::sig_atomic_t g_sigint = 0;
+
+void on_sigint(int) {
+  if (runtime::Session* s = g_generating.load()) s->cancel();
+  else g_sigint = 1;
+}
+
+enum class ReadResult { kLine, kEof, kInterrupted };
+
+// One line from stdin with read(2), so that Ctrl-C (EINTR, no SA_RESTART) interrupts the wait.
+ReadResult read_line(std::string& line) {
+  line.clear();
+  char c = 0;
+  while (true) {
+    const ssize_t n = ::read(STDIN_FILENO, &c, 1);
+    if (n == 1) {
+      if (c == '\n') return ReadResult::kLine;
+      line += c;
+    } else if (n == 0) {
+      return line.empty() ? ReadResult::kEof : ReadResult::kLine;
+    } else if (errno == EINTR) {
+      if (g_sigint) return ReadResult::kInterrupted;
+    } else {
+      return ReadResult::kEof;
+    }
+  }
+}
+
+// A message: one line; a line ending in '\' continues on the next; """ opens and closes a block.
+ReadResult read_message(bool interactive, std::string& message) {
+  message.clear();
+  std::string line;
+  bool block = false;
+  bool first = true;
+  while (true) {
+    if (interactive) {
+      std::fputs(first ? "> " : ". ", stdout);
+      std::fflush(stdout);
+    }
+    const ReadResult r = read_line(line);
+    if (r != ReadResult::kLine) return (r == ReadResult::kEof && !message.empty()) ? ReadResult::kLine : r;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (first && line == "\"\"\"") {
+      block = true;
+      first = false;
+      continue;
+    }
+    first = false;
+    if (block) {
+      if (line == "\"\"\"") return ReadResult::kLine;
+      if (!message.empty()) message += '\n';
+      message += line;
+      continue;
+    }
+    if (!line.empty() && line.back() == '\\') {
+      line.pop_back();
+      message += line + '\n';
+      continue;
+    }
+    message += line;
+    return ReadResult::kLine;
+  }
+}
+
+class ChatLoop {
+ public:
+  ChatLoop(const ChatOptions& o, api::Engine& engine, runtime::chat::ChatTemplate tmpl)
+      : options_(o), engine_(engine), conversation_(std::move(tmpl), base_context(engine)) {
+    // n_keep = -1: the first append of a conversation is the system part, kept on context shifts.
+    session_ = new_session_or_exit("chat", engine, {.n_ctx = o.model.ctx, .n_batch = o.model.batch, .n_keep = -1,
+                                                    .context_shift = true});
+    conversation_.set_system(o.system);
+  }
+
+  void run() {
+    const bool interactive = ::isatty(STDIN_FILENO) != 0;
+    if (interactive) {
+      fmt::print(stderr, "cera chat: {} on {}, context {} tokens. /help for commands.\n", options_.model.model,
+                 engine_.backend().name(), session_->n_ctx());
+    }
+    std::string message;
+    bool interrupted_once = false;
+    while (true) {
+      g_sigint = 0;
+      const ReadResult r = read_message(interactive, message);
+      if (r == ReadResult::kEof) break;
+      if (r == ReadResult::kInterrupted) {
+        if (interrupted_once) break;
+        interrupted_once = true;
+        std::fputs("\n(Ctrl-C again or /quit to leave)\n", stdout);
+        continue;
+      }
+      interrupted_once = false;
+      if (message.empty()) continue;
+      if (message[0] == '/') {
+        if (!command(message)) break;
+        continue;
+      }
+      turn(message);
+    }
+    if (interactive) std::fputc('\n', stdout);
+  }
+
+ private:
+  static runtime::chat::ChatContext base_context(const api::Engine& engine) {
+    const auto texts = runtime::chat::special_token_texts(engine.tokenizer());
+    runtime::chat::ChatContext ctx;
+    ctx.bos_token = texts.bos;
+    ctx.eos_token = texts.eos;
+    return ctx;
+  }
+
+  void restart() {
+    session_->reset();
+    conversation_.clear();
+    n_turns_ = 0;
+  }
+
+  // Returns false to leave.
+  bool command(const std::string& line) {
+    const size_t space = line.find(' ');
+    const std::string name = line.substr(0, space);
+    const std::string arg = space == std::string::npos ? "" : line.substr(space + 1);
+    if (name == "/quit" || name == "/exit") return false;
+    if (name == "/reset") {
+      restart();
+      fmt::print(stderr, "[conversation cleared]\n");
+    } else if (name == "/system") {
+      conversation_.set_system(arg);
+      restart();
+      fmt::print(stderr, "[system prompt {}; conversation cleared]\n", arg.empty() ? "removed" : "set");
+    } else if (name == "/stats") {
+      const runtime::SessionStats& s = session_->stats();
+      fmt::print(stderr,
+                 "[stats: {} turns; prompt {} tokens in {:.1f} ms ({:.2f} tokens/s); generated {} tokens in {:.1f} ms "
+                 "({:.2f} tokens/s); context {}/{}; context shifts {}]\n",
+                 n_turns_, s.n_prompt_tokens, s.prompt_seconds * 1e3,
+                 s.n_prompt_tokens / std::max(s.prompt_seconds, 1e-9), s.n_generated_tokens,
+                 s.generation_seconds * 1e3, s.n_generated_tokens / std::max(s.generation_seconds, 1e-9),
+                 session_->tokens().size(), session_->n_ctx(), s.n_context_shifts);
+    } else if (name == "/help") {
+      fmt::print(stderr,
+                 "/reset  forget the conversation\n/system TEXT  set the system prompt (clears the conversation)\n"
+                 "/stats  token counts and rates\n/quit  leave\nEnd a line with \\ to continue it; \"\"\" opens "
+                 "and closes a multi-line block. Ctrl-C stops a reply.\n");
+    } else {
+      fmt::print(stderr, "[unknown command {}; /help lists them]\n", name);
+    }
+    return true;
+  }
+
+  void turn(const std::string& message) {
+    conversation_.add_user(message);
+    auto prompt = conversation_.next_prompt();
+    if (!prompt.ok()) {
+      fmt::print(stderr, "cera chat: {}\n", prompt.status().to_string());
+      restart();
+      return;
+    }
+    if (prompt->restart) {
+      fmt::print(stderr, "[the template changed earlier turns; re-evaluating the conversation]\n");
+      session_->reset();
+    }
+    const runtime::SessionStats before = session_->stats();
+    const size_t reused = prompt->restart ? 0 : session_->tokens().size();
+    Status st;
+    const std::string& text = prompt->text;
+    if (prompt->system_size > 0) {  // the system part alone first: it becomes n_keep
+      st = session_->append_text(std::string_view(text).substr(0, prompt->system_size), false, true);
+      if (st.ok()) st = session_->append_text(std::string_view(text).substr(prompt->system_size), false, true);
+    } else {
+      st = session_->append_text(text, false, true);
+    }
+    if (!st.ok()) {
+      fmt::print(stderr, "cera chat: {}; conversation cleared\n", st.to_string());
+      restart();
+      return;
+    }
+    const int64_t n_prompt = session_->stats().n_prompt_tokens - before.n_prompt_tokens;
+    const double prompt_s = session_->stats().prompt_seconds - before.prompt_seconds;
+    g_generating.store(session_.get());
+    auto result = session_->generate({.max_tokens = options_.n_predict, .sampling = options_.sampling},
+                                     [](std::string_view piece) {
+                                       std::fwrite(piece.data(), 1, piece.size(), stdout);
+                                       std::fflush(stdout);
+                                     });
+    g_generating.store(nullptr);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    if (!result.ok()) {
+      fmt::print(stderr, "cera chat: {}; conversation cleared\n", result.status().to_string());
+      restart();
+      return;
+    }
+    // The reply joins the history exactly as generated, so the next rendering extends it.
+    conversation_.add_assistant(result->text);
+    ++n_turns_;
+    const double gen_s = session_->stats().generation_seconds - before.generation_seconds;
+    fmt::print(stderr,
+               "[turn {}: prompt {} new tokens ({} reused) {:.1f} tokens/s; reply {} tokens {:.1f} tokens/s; "
+               "context {}/{}; stopped by {}]\n",
+               n_turns_, n_prompt, reused, n_prompt / std::max(prompt_s, 1e-9), result->n_generated,
+               result->n_generated / std::max(gen_s, 1e-9), session_->tokens().size(), session_->n_ctx(),
+               runtime::stop_reason_name(result->reason));
+  }
+
+  const ChatOptions& options_;
+  api::Engine& engine_;
+  runtime::chat::Conversation conversation_;
+  std::unique_ptr<runtime::Session> session_;
+  int n_turns_ = 0;
+};
+
+void run_chat(const ChatOptions& o) {
+  auto engine = load_engine_or_exit("chat", o.model);
+  auto tmpl = runtime::chat::chat_template_from_gguf(engine->file());
+  if (!tmpl.ok()) fail("chat", tmpl.status());
+  ChatLoop loop(o, *engine, std::move(tmpl).value());
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a Ctrl-C must interrupt the read at the prompt
+  struct sigaction old {};
+  sigaction(SIGINT, &sa, &old);
+  loop.run();
+  sigaction(SIGINT, &old, nullptr);
+}
+
+}  // namespace
+
+void register_chat(CLI::App& app) {
+  auto* cmd = app.add_subcommand("chat", "Chat with a model using its chat template (interactive or piped)");
+  auto o = std::make_shared<ChatOptions>();
+  add_model_options(cmd, o->model);
+  cmd->add_option("--system", o->system, "system prompt");
+  cmd->add_option("-n,--n-predict", o->n_predict, "most tokens per reply")->check(CLI::PositiveNumber);
+  cmd->add_option("--temp", o->sampling.temperature, "temperature (0: greedy)");
+  cmd->add_option("--top-k", o->sampling.top_k, "top-k (0: off)");
+  cmd->add_option("--top-p", o->sampling.top_p, "top-p (1: off)");
+  cmd->add_option("--min-p", o->sampling.min_p, "min-p (0: off)");
+  cmd->add_option("--repeat-penalty", o->sampling.repeat_penalty, "repetition penalty (1: off)");
+  cmd->add_option("--repeat-last-n", o->sampling.penalty_last_n, "tokens the penalties look back over");
+  cmd->add_option("--frequency-penalty", o->sampling.frequency_penalty, "frequency penalty");
+  cmd->add_option("--presence-penalty", o->sampling.presence_penalty, "presence penalty");
+  cmd->add_option("--seed", o->sampling.seed, "random seed (same seed, same text)");
+  cmd->callback([o] { run_chat(*o); });
+}
+
+}  // namespace cera::cli
