@@ -3,6 +3,10 @@
 #include <chrono>
 
 #include "ops/cpu/cpu_backend.h"
+#if defined(CERA_HAVE_CUDA)
+#include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/device_info.h"
+#endif
 
 namespace cera::api {
 
@@ -13,15 +17,37 @@ std::optional<DeviceChoice> device_choice_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// `cuda` requires a usable device; `auto` takes CUDA when this build has it and a device is
+// present, else the CPU.
+Result<std::unique_ptr<ops::Backend>> make_backend(const EngineOptions& options) {
+#if defined(CERA_HAVE_CUDA)
+  bool use_cuda = options.device == DeviceChoice::kCuda;
+  if (options.device == DeviceChoice::kAuto) {
+    auto devices = cuda::list_devices();
+    use_cuda = devices.ok() && !devices->empty();
+  }
+  if (use_cuda) {
+    auto backend = ops::make_cuda_backend({});
+    if (!backend.ok()) return backend.status().with_context("--device cuda");
+    return std::move(backend).value();
+  }
+#else
+  if (options.device == DeviceChoice::kCuda) {
+    return unsupported("--device cuda: this build of cera has no CUDA backend (configure with -DCERA_CUDA=ON)");
+  }
+#endif
+  return ops::make_cpu_backend({.n_threads = options.n_threads});
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Engine> engine(new Engine());
   CERA_ASSIGN_OR_RETURN(engine->file_, format::GgufFile::open(options.model_path));
-  // The CUDA backend is not part of this build yet: `auto` means CPU, `cuda` is an error.
-  if (options.device == DeviceChoice::kCuda) {
-    return unsupported("--device cuda: this build of cera has no CUDA backend yet (use --device cpu)");
-  }
-  engine->backend_ = ops::make_cpu_backend({.n_threads = options.n_threads});
+  CERA_ASSIGN_OR_RETURN(engine->backend_, make_backend(options));
   auto tok = tokenizer::Tokenizer::from_gguf(engine->file_);
   if (!tok.ok()) return tok.status().with_context(options.model_path.string());
   engine->tokenizer_.emplace(std::move(tok).value());

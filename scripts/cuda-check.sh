@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Runs the CUDA checks and benchmarks on the GPU machine in one call and writes a results table.
+#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [bench8b]   (default: all but bench8b)
+# Environment:
+#   CERA_BIN     folder with the `cera` and `test_ops_cuda` binaries (default build-cuda paths)
+#   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
+#   CERA_MODELS  folder with stories260K.bin, tok512.bin, stories260K.greedy-256.txt and
+#                optionally SmolLM2-135M-Instruct.Q4_1.gguf (default ../shared/models)
+#   OUT          where logs and results.md go (default /tmp/cuda-check)
+#   SYNTH_DIR    where the synthetic benchmark models are written (default /tmp/cera-synth)
+set -uo pipefail
+OUT=${OUT:-/tmp/cuda-check}
+SYNTH_DIR=${SYNTH_DIR:-/tmp/cera-synth}
+MODELS=${CERA_MODELS:-../shared/models}
+CERA=${CERA_BIN:+$CERA_BIN/cera}
+CERA=${CERA:-build-cuda/apps/cli/cera}
+TESTS=${CERA_BIN:+$CERA_BIN/test_ops_cuda}
+TESTS=${TESTS:-build-cuda/src/ops/cuda/test_ops_cuda}
+export LD_LIBRARY_PATH=${CERA_LIB:+$CERA_LIB:}/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+mkdir -p "$OUT" "$SYNTH_DIR"
+RESULTS=$OUT/results.md
+sections=${*:-tests sanitize models bench}
+
+row() { echo "| $1 | $2 | $3 |" | tee -a "$RESULTS"; }
+# run NAME LOG CMD...: runs CMD with output in $OUT/LOG, records pass/fail and seconds.
+run() {
+  local name=$1 log=$2; shift 2
+  local t0=$(date +%s%N)
+  "$@" >"$OUT/$log" 2>&1
+  local rc=$?
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  row "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc")" "$((ms / 1000)).$((ms % 1000 / 100)) s"
+  return $rc
+}
+
+echo "# cuda-check $(date -u +%FT%TZ)" >"$RESULTS"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$RESULTS"
+echo "| check | result | time |" >>"$RESULTS"
+echo "| --- | --- | --- |" >>"$RESULTS"
+
+for s in $sections; do
+  case $s in
+  tests)
+    run "test_ops_cuda (full sweep)" tests.log "$TESTS" --gtest_brief=1
+    tail -3 "$OUT/tests.log"
+    ;;
+  sanitize)
+    CERA_CUDA_TEST_QUICK=1 run "compute-sanitizer memcheck (quick sweep)" memcheck.log \
+      compute-sanitizer --tool memcheck --error-exitcode 3 "$TESTS" --gtest_brief=1
+    grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | tail -3
+    ;;
+  models)
+    "$CERA" convert --llama2c "$MODELS/stories260K.bin" --tokenizer "$MODELS/tok512.bin" \
+      -o "$SYNTH_DIR/stories260K.gguf" >"$OUT/convert.log" 2>&1
+    for dev in cuda cpu; do
+      "$CERA" run -m "$SYNTH_DIR/stories260K.gguf" --device $dev -p "" -n 256 --temp 0 \
+        >"$OUT/stories-$dev.txt" 2>"$OUT/stories-$dev.err"
+    done
+    run "stories260K greedy 256, cuda == reference" stories-cmp.log \
+      cmp "$OUT/stories-cuda.txt" "$MODELS/stories260K.greedy-256.txt"
+    run "stories260K greedy 256, cpu == reference" stories-cmp-cpu.log \
+      cmp "$OUT/stories-cpu.txt" "$MODELS/stories260K.greedy-256.txt"
+    smol=$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf
+    if [ -f "$smol" ]; then
+      for dev in cuda cpu; do
+        "$CERA" run -m "$smol" --device $dev -p "The capital of France is" -n 64 --temp 0 \
+          >"$OUT/smol-$dev.txt" 2>"$OUT/smol-$dev.err"
+      done
+      run "SmolLM2 Q4_1 greedy 64, cuda == cpu" smol-cmp.log cmp "$OUT/smol-cuda.txt" "$OUT/smol-cpu.txt"
+      # A long prompt goes through the prefill (cuBLAS) path as one chunk.
+      prompt=$(printf 'Once upon a time, in a small village by the sea, there lived an old fisherman. %.0s' {1..8})
+      for dev in cuda cpu; do
+        "$CERA" run -m "$smol" --device $dev -p "$prompt" -n 32 --temp 0 \
+          >"$OUT/smol-long-$dev.txt" 2>"$OUT/smol-long-$dev.err"
+      done
+      run "SmolLM2 Q4_1 long prompt + 32, cuda == cpu" smol-long-cmp.log \
+        cmp "$OUT/smol-long-cuda.txt" "$OUT/smol-long-cpu.txt"
+      grep -h "tokens/s" "$OUT/smol-cuda.err" "$OUT/smol-cpu.err" | tee -a "$OUT/speeds.txt"
+    fi
+    ;;
+  bench | bench8b)
+    if [ $s = bench ]; then specs="llama-1b:q4_0 llama-1b:f16"; else specs="llama-8b:q4_0 llama-8b:q8_0"; fi
+    for spec in $specs; do
+      shape=${spec%%:*} type=${spec##*:} f=$SYNTH_DIR/$shape-$type.gguf
+      [ -f "$f" ] || run "synth $shape $type" "synth-$shape-$type.log" "$CERA" synth --shape $shape --type $type -o "$f"
+      run "bench $shape $type" "bench-$shape-$type.log" "$CERA" bench -m "$f" --device cuda -p 512 -n 128 -r 3 --no-membw
+      grep -E "^\| (pp|tg)" "$OUT/bench-$shape-$type.log" | sed "s/^/$shape $type /" | tee -a "$OUT/bench.md"
+      if [ "$spec" = llama-8b:q4_0 ] || [ "$spec" = llama-1b:q4_0 ]; then
+        run "bench $shape $type depth 4096" "bench-$shape-$type-d4096.log" \
+          "$CERA" bench -m "$f" --device cuda -p 0 -n 128 -r 3 -d 4096 --no-membw
+        grep -E "^\| tg" "$OUT/bench-$shape-$type-d4096.log" | sed "s/^/$shape $type /" | tee -a "$OUT/bench.md"
+      fi
+    done
+    ;;
+  esac
+done
+echo
+cat "$RESULTS"
+[ -f "$OUT/bench.md" ] && cat "$OUT/bench.md"
+exit 0

@@ -1,0 +1,270 @@
+// Attention over the paged float32 KV cache, for decode and prefill alike: one block of 4 warps
+// per (kv head, group chunk of <= 8 query heads, token, context split). Each warp streams cache
+// entries (4 in flight), the group's query heads share every K/V row it loads, and the online
+// softmax state is merged across warps in shared memory. When (tokens x kv heads) cannot fill the
+// GPU (decode), the context is split and a second kernel merges the splits' partial results.
+#include <algorithm>
+
+#include "ops/cuda/cuda_ops.h"
+
+namespace cera::ops::cuda {
+namespace {
+
+constexpr int kAttnWarps = 4;
+constexpr int kMaxGroup = 8;  // query heads per block; larger groups take several chunks
+constexpr int kMaxSplits = 64;
+
+struct HeadsView {
+  float* data;
+  int64_t token_stride;  // floats
+  int64_t head_stride;
+};
+
+struct AttnParams {
+  HeadsView q, out;
+  const float* k;
+  const float* v;
+  int64_t k_stride, v_stride;  // floats per cache row
+  const int32_t* positions;
+  const int32_t* token_seq;
+  const int32_t* block_tables;
+  const int32_t* table_offset;
+  int32_t block_size, head_dim, n_head, n_group, n_chunks, window;
+  float scale, softcap;
+  int32_t n_split, split_len;
+  float* partial_acc;  // [n_tokens, n_head, n_split, head_dim]
+  float2* partial_ml;  // [n_tokens, n_head, n_split] (max, sum)
+};
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <int D>
+__global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid_constant__ AttnParams p) {
+  constexpr int kE = D >= 8 ? 2 : 4;  // entries in flight per warp
+  extern __shared__ float smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * kMaxGroup;
+  const int ng = min(kMaxGroup, p.n_group - g0);
+  const int64_t t = blockIdx.y;
+  const int split = blockIdx.z;
+  const int32_t pos = p.positions[t];
+  const int32_t* table = p.block_tables + p.table_offset[p.token_seq[t]];
+  const int first = p.window > 0 ? max(0, pos - p.window + 1) : 0;
+  const int lo = max(first, split * p.split_len), hi = min(pos, (split + 1) * p.split_len - 1);
+  const int h0 = kvh * p.n_group + g0;
+
+  float qr[kMaxGroup][D], acc[kMaxGroup][D], m[kMaxGroup], l[kMaxGroup];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      const int i = lane * D + d;
+      acc[g][d] = 0.0f;
+      qr[g][d] = g < ng && i < p.head_dim ? p.q.data[t * p.q.token_stride + (h0 + g) * p.q.head_stride + i] : 0.0f;
+    }
+  }
+  const int64_t koff = int64_t(kvh) * p.head_dim;
+  for (int e = lo + warp * kE; e <= hi; e += kAttnWarps * kE) {
+    float kk[kE][D], vv[kE][D];
+#pragma unroll
+    for (int j = 0; j < kE; ++j) {
+      const int ej = min(e + j, hi);
+      const int64_t slot = int64_t(table[ej / p.block_size]) * p.block_size + ej % p.block_size;
+      const float* kr = p.k + slot * p.k_stride + koff;
+      const float* vr = p.v + slot * p.v_stride + koff;
+#pragma unroll
+      for (int d = 0; d < D; ++d) {
+        const int i = lane * D + d;
+        kk[j][d] = i < p.head_dim ? __ldg(kr + i) : 0.0f;
+        vv[j][d] = i < p.head_dim ? __ldg(vr + i) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g >= ng) break;
+      float s[kE], mx = m[g];
+#pragma unroll
+      for (int j = 0; j < kE; ++j) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int d = 0; d < D; ++d) dot += qr[g][d] * kk[j][d];
+        float x = p.scale * warp_sum(dot);
+        if (p.softcap > 0.0f) x = p.softcap * tanhf(x / p.softcap);
+        s[j] = e + j <= hi ? x : -INFINITY;
+        mx = fmaxf(mx, s[j]);
+      }
+      const float corr = __expf(m[g] - mx);  // 0 while m is -inf
+      float psum = 0.0f;
+#pragma unroll
+      for (int d = 0; d < D; ++d) acc[g][d] *= corr;
+#pragma unroll
+      for (int j = 0; j < kE; ++j) {
+        const float pj = __expf(s[j] - mx);
+        psum += pj;
+#pragma unroll
+        for (int d = 0; d < D; ++d) acc[g][d] += pj * vv[j][d];
+      }
+      l[g] = l[g] * corr + psum;
+      m[g] = mx;
+    }
+  }
+  // Merge the warps: smem = [warps][kMaxGroup][head_dim] accumulators, then (max, sum) pairs.
+  const int hd = p.head_dim;
+  float* s_acc = smem;
+  float2* s_ml = reinterpret_cast<float2*>(smem + kAttnWarps * kMaxGroup * hd);
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g >= ng) break;
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      const int i = lane * D + d;
+      if (i < hd) s_acc[(warp * kMaxGroup + g) * hd + i] = acc[g][d];
+    }
+    if (lane == 0) s_ml[warp * kMaxGroup + g] = make_float2(m[g], l[g]);
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < ng * hd; idx += blockDim.x) {
+    const int g = idx / hd, i = idx % hd;
+    float mx = -INFINITY;
+    for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, s_ml[w * kMaxGroup + g].x);
+    float sum = 0.0f, a = 0.0f;
+    if (mx > -INFINITY) {
+      for (int w = 0; w < kAttnWarps; ++w) {
+        const float2 ml = s_ml[w * kMaxGroup + g];
+        const float f = __expf(ml.x - mx);
+        sum += ml.y * f;
+        a += s_acc[(w * kMaxGroup + g) * hd + i] * f;
+      }
+    }
+    const int h = h0 + g;
+    if (p.n_split == 1) {
+      p.out.data[t * p.out.token_stride + h * p.out.head_stride + i] = sum > 0.0f ? a / sum : 0.0f;
+    } else {
+      const int64_t pi = (t * p.n_head + h) * p.n_split + split;
+      p.partial_acc[pi * hd + i] = a;
+      if (i == 0) p.partial_ml[pi] = make_float2(mx, sum);
+    }
+  }
+}
+
+// One block per (head, token): merges the n_split partial softmax results.
+__global__ void attention_merge_kernel(const __grid_constant__ AttnParams p) {
+  const int h = blockIdx.x;
+  const int64_t t = blockIdx.y;
+  const int64_t base = (t * p.n_head + h) * p.n_split;
+  float mx = -INFINITY;
+  for (int s = 0; s < p.n_split; ++s) mx = fmaxf(mx, p.partial_ml[base + s].x);
+  for (int i = threadIdx.x; i < p.head_dim; i += blockDim.x) {
+    float sum = 0.0f, a = 0.0f;
+    for (int s = 0; s < p.n_split; ++s) {
+      const float2 ml = p.partial_ml[base + s];
+      if (ml.x == -INFINITY) continue;
+      const float f = __expf(ml.x - mx);
+      sum += ml.y * f;
+      a += p.partial_acc[(base + s) * p.head_dim + i] * f;
+    }
+    p.out.data[t * p.out.token_stride + h * p.out.head_stride + i] = sum > 0.0f ? a / sum : 0.0f;
+  }
+}
+
+HeadsView heads_of(const TensorView& v, int64_t head_dim, int64_t n_head, int64_t n_tokens, const char* what) {
+  check_f32_device(v, what);
+  const bool per_head = v.cols() == head_dim && v.rows() == n_head * n_tokens && (n_head == 1 || v.packed());
+  const bool per_token = v.cols() == n_head * head_dim && v.rows() == n_tokens;
+  CERA_CHECK_MSG(per_head || per_token, std::string(what) + ": expected [head_dim, n_head, n_tokens]");
+  const int64_t s = v.stride() / 4;
+  if (v.cols() == head_dim) return {reinterpret_cast<float*>(v.data), n_head * s, s};
+  return {reinterpret_cast<float*>(v.data), s, head_dim};
+}
+
+}  // namespace
+
+void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, const KvLayer& layer,
+               const AttentionBatch& batch, const AttentionParams& a) {
+  check_f32_device(layer.k, "kv layer k");
+  check_f32_device(layer.v, "kv layer v");
+  CERA_CHECK(layer.k.cols() == layer.v.cols() && layer.k.rows() == layer.v.rows() && layer.block_size > 0);
+  CERA_CHECK(a.n_head > 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0 && a.head_dim > 0);
+  CERA_CHECK_MSG(a.head_dim <= 256, "attention: CUDA kernels support head_dim <= 256");
+  CERA_CHECK_MSG(layer.k.cols() == int64_t(a.n_head_kv) * a.head_dim,
+                 "attention: cache rows are not n_head_kv * head_dim");
+  const auto n_tokens = static_cast<int64_t>(batch.positions.size());
+  CERA_CHECK(batch.token_seq.size() == batch.positions.size());
+  const auto n_seqs = static_cast<int64_t>(batch.table_offset.size()) - 1;
+  CERA_CHECK(n_seqs >= 0);
+  int32_t max_pos = 0;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int32_t seq = batch.token_seq[size_t(t)], pos = batch.positions[size_t(t)];
+    CERA_CHECK_MSG(seq >= 0 && seq < n_seqs, "attention: token_seq out of range");
+    const int32_t t0 = batch.table_offset[size_t(seq)], t1 = batch.table_offset[size_t(seq) + 1];
+    CERA_CHECK(t0 >= 0 && t0 <= t1 && t1 <= static_cast<int64_t>(batch.block_tables.size()));
+    CERA_CHECK_MSG(pos >= 0 && pos / layer.block_size < t1 - t0, "attention: position beyond the sequence's block table");
+    for (int32_t b = t0; b <= t0 + pos / layer.block_size; ++b) {
+      const int32_t blk = batch.block_tables[size_t(b)];
+      CERA_CHECK_MSG(blk >= 0 && (int64_t(blk) + 1) * layer.block_size <= layer.k.rows(),
+                     "attention: block id out of range");
+    }
+    max_pos = std::max(max_pos, pos);
+  }
+  AttnParams p{};
+  p.q = heads_of(q, a.head_dim, a.n_head, n_tokens, "attention q");
+  p.out = heads_of(out, a.head_dim, a.n_head, n_tokens, "attention out");
+  if (n_tokens == 0) return;
+  p.k = reinterpret_cast<const float*>(layer.k.data);
+  p.v = reinterpret_cast<const float*>(layer.v.data);
+  p.k_stride = layer.k.stride() / 4;
+  p.v_stride = layer.v.stride() / 4;
+  p.positions = ctx.device_array(batch.positions);
+  p.token_seq = ctx.device_array(batch.token_seq);
+  p.block_tables = ctx.device_array(batch.block_tables);
+  p.table_offset = ctx.device_array(batch.table_offset);
+  p.block_size = layer.block_size;
+  p.head_dim = a.head_dim;
+  p.n_head = a.n_head;
+  p.n_group = a.n_head / a.n_head_kv;
+  p.n_chunks = (p.n_group + kMaxGroup - 1) / kMaxGroup;
+  p.window = a.sliding_window;
+  p.scale = a.scale;
+  p.softcap = a.softcap;
+  // Split the context when the blocks would not fill the GPU twice over (decode), keeping at
+  // least 64 entries per split so the merge stays cheap.
+  const int64_t units = int64_t(a.n_head_kv) * p.n_chunks * n_tokens;
+  const int64_t ctx_len = int64_t(max_pos) + 1;
+  int64_t n_split = 1;
+  if (units < 2 * ctx.sm_count()) {
+    n_split = std::clamp<int64_t>((2 * ctx.sm_count() + units - 1) / units, 1, std::max<int64_t>(1, ctx_len / 64));
+    n_split = std::min<int64_t>(n_split, kMaxSplits);
+  }
+  p.n_split = int32_t(n_split);
+  p.split_len = int32_t((ctx_len + n_split - 1) / n_split);
+  if (n_split > 1) {
+    const int64_t n_part = n_tokens * a.n_head * n_split;
+    auto* buf = static_cast<float*>(ctx.scratch(ScratchKind::kAttnPartial, uint64_t(n_part) * (a.head_dim + 2) * 4));
+    p.partial_acc = buf;
+    p.partial_ml = reinterpret_cast<float2*>(buf + n_part * a.head_dim);
+  }
+  const size_t smem = size_t(kAttnWarps) * kMaxGroup * (a.head_dim * sizeof(float) + sizeof(float2));
+  const dim3 grid(unsigned(a.n_head_kv * p.n_chunks), unsigned(n_tokens), unsigned(n_split));
+  CERA_CHECK_MSG(n_tokens < 65536, "attention: at most 65535 tokens per call");
+  if (a.head_dim <= 32) {
+    attention_kernel<1><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+  } else if (a.head_dim <= 64) {
+    attention_kernel<2><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+  } else if (a.head_dim <= 128) {
+    attention_kernel<4><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+  } else {
+    attention_kernel<8><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+  }
+  CERA_CUDA_LAUNCHED();
+  if (n_split > 1) {
+    attention_merge_kernel<<<dim3(unsigned(a.n_head), unsigned(n_tokens)), 128, 0, ctx.stream()>>>(p);
+    CERA_CUDA_LAUNCHED();
+  }
+}
+
+}  // namespace cera::ops::cuda

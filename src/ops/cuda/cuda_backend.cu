@@ -1,0 +1,152 @@
+// CudaBackend: device memory (cudaMalloc'd Buffers), weight import (upload once, then repack
+// into the GPU layout), host<->device copies on the backend's stream, and the forwarding of the
+// verbs to the op entries of cuda_ops.h. Every verb is asynchronous on the one stream.
+#include <cstring>
+#include <string>
+
+#include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/device_info.h"
+#include "ops/cuda/weight_layout.h"
+
+namespace cera::ops {
+namespace {
+
+using cuda::CudaContext;
+
+class DeviceBuffer final : public Buffer {
+ public:
+  DeviceBuffer(std::byte* data, uint64_t size) : data_(data), size_(size) {}
+  ~DeviceBuffer() override { cudaFree(data_); }  // errors ignored: destructors must not throw
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  std::byte* data() override { return data_; }
+  uint64_t size() const override { return size_; }
+
+ private:
+  std::byte* data_;
+  uint64_t size_;
+};
+
+Result<std::unique_ptr<Buffer>> device_alloc(uint64_t bytes) {
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later calls are not blamed
+    return Status(ErrorCode::kOutOfRange,
+                  "cuda: cannot allocate " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(err));
+  }
+  return std::unique_ptr<Buffer>(std::make_unique<DeviceBuffer>(static_cast<std::byte*>(p), bytes));
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) : ctx_(device) {}
+
+  Device device() const override { return Device::kCuda; }
+  std::string name() const override { return "cuda (" + ctx_.device_name() + ")"; }
+
+  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes) override { return device_alloc(bytes); }
+
+  Result<TensorView> import_weight(const TensorView& host, std::unique_ptr<Buffer>& keep) override {
+    keep.reset();
+    if (host.device != Device::kCpu) return invalid_argument("cuda: import_weight of a non-host tensor");
+    if (!cuda::is_supported_weight(host.dtype)) {
+      return unsupported("cuda: no kernels for weight type " + std::string(dtype_name(host.dtype)));
+    }
+    if (!host.packed()) return invalid_argument("cuda: import_weight needs a packed host tensor");
+    const int64_t n_in = host.cols(), rows = host.rows();
+    const cuda::WeightLayout layout = cuda::weight_layout(host.dtype, n_in, rows);
+    CERA_ASSIGN_OR_RETURN(keep, device_alloc(layout.total_bytes));
+    const uint64_t raw_bytes = uint64_t(host.row_bytes()) * uint64_t(rows);
+    void* target = keep->data();
+    if (layout.repacked) target = ctx_.scratch(cuda::ScratchKind::kGemmWeight, raw_bytes);
+    // Synchronous copy from the file map: the source may be pageable mmap memory.
+    CERA_CUDA_CHECK(cudaMemcpyAsync(target, host.data, raw_bytes, cudaMemcpyHostToDevice, ctx_.stream()));
+    if (layout.repacked) cuda::repack_weight(host.dtype, target, keep->data(), n_in, rows, ctx_.stream());
+    CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+    TensorView v = host;
+    v.data = keep->data();
+    v.device = Device::kCuda;
+    v.row_stride = 0;
+    return v;
+  }
+  void upload(const TensorView& dst, const void* src) override {
+    CERA_CHECK(dst.device == Device::kCuda);
+    if (dst.n_elements() == 0) return;
+    CERA_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, size_t(dst.stride()), src, size_t(dst.row_bytes()),
+                                      size_t(dst.row_bytes()), size_t(dst.rows()), cudaMemcpyHostToDevice,
+                                      ctx_.stream()));
+    CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));  // src may be freed when we return
+  }
+  void download(void* dst, const TensorView& src) override {
+    CERA_CHECK(src.device == Device::kCuda);
+    if (src.n_elements() == 0) return;
+    CERA_CUDA_CHECK(cudaMemcpy2DAsync(dst, size_t(src.row_bytes()), src.data, size_t(src.stride()),
+                                      size_t(src.row_bytes()), size_t(src.rows()), cudaMemcpyDeviceToHost,
+                                      ctx_.stream()));
+    CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+  }
+  void synchronize() override { CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream())); }
+  bool supports_weight(DType dtype) const override { return cuda::is_supported_weight(dtype); }
+
+  void embed(const TensorView& out, const TensorView& table, std::span<const int32_t> tokens,
+             float scale) override {
+    cuda::embed(ctx_, out, table, tokens, scale);
+  }
+  void matmul(const TensorView& out, const TensorView& weight, const TensorView& x,
+              const TensorView* bias) override {
+    cuda::matmul(ctx_, out, weight, x, bias);
+  }
+  void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight, float eps) override {
+    cuda::rms_norm(ctx_, out, x, weight, eps);
+  }
+  void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) override {
+    cuda::rope(ctx_, x, positions, params);
+  }
+  void gated_activation(const TensorView& out, const TensorView& gate, const TensorView& up,
+                        Activation act) override {
+    cuda::gated_activation(ctx_, out, gate, up, act);
+  }
+  void add_scaled(const TensorView& out, const TensorView& a, const TensorView& b, float scale) override {
+    cuda::add_scaled(ctx_, out, a, b, scale);
+  }
+  void scale(const TensorView& x, float s) override { cuda::scale(ctx_, x, s); }
+  void kv_store(const KvLayer& layer, const TensorView& k, const TensorView& v,
+                std::span<const int32_t> slots) override {
+    cuda::kv_store(ctx_, layer, k, v, slots);
+  }
+  void attention(const TensorView& out, const TensorView& q, const KvLayer& layer, const AttentionBatch& batch,
+                 const AttentionParams& params) override {
+    cuda::attention(ctx_, out, q, layer, batch, params);
+  }
+  void kv_copy(const KvLayer& layer, std::span<const int32_t> src_slots,
+               std::span<const int32_t> dst_slots) override {
+    cuda::kv_copy(ctx_, layer, src_slots, dst_slots);
+  }
+  void kv_rerotate(const KvLayer& layer, std::span<const int32_t> slots, int32_t delta, int32_t head_dim,
+                   const RopeParams& params) override {
+    cuda::kv_rerotate(ctx_, layer, slots, delta, head_dim, params);
+  }
+
+ private:
+  CudaContext ctx_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options) {
+  CERA_ASSIGN_OR_RETURN(auto devices, ::cera::cuda::list_devices());
+  if (devices.empty()) return unsupported("cuda: no CUDA device found (is the NVIDIA driver loaded?)");
+  if (options.device < 0 || options.device >= static_cast<int>(devices.size())) {
+    return invalid_argument("cuda: device " + std::to_string(options.device) + " does not exist (" +
+                            std::to_string(devices.size()) + " found)");
+  }
+  try {
+    return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(options.device));
+  } catch (const CheckFailure& e) {
+    return io_error(std::string("cuda: cannot start the backend: ") + e.what());
+  }
+}
+
+}  // namespace cera::ops

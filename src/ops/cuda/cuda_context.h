@@ -1,0 +1,94 @@
+// State shared by the CUDA backend's verbs: the stream, the cuBLAS handle, grow-only device
+// scratch, and the cache that turns the host arrays of a verb (token ids, positions, block
+// tables, slots) into device arrays. Internal to src/ops/cuda; included by .cu files only.
+// Decision: a host array is uploaded only when its bytes differ from a cached copy, so the
+// positions and block tables that every layer passes again cost one upload per forward, not 32.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "core/tensor.h"
+#include "ops/backend.h"
+
+#define CERA_CUDA_CHECK(expr)                                                                 \
+  do {                                                                                        \
+    const cudaError_t cera_cuda_err_ = (expr);                                                \
+    CERA_CHECK_MSG(cera_cuda_err_ == cudaSuccess,                                             \
+                   std::string(#expr) + ": " + cudaGetErrorString(cera_cuda_err_));          \
+  } while (0)
+
+#define CERA_CUBLAS_CHECK(expr)                                                                \
+  do {                                                                                         \
+    const cublasStatus_t cera_cublas_st_ = (expr);                                             \
+    CERA_CHECK_MSG(cera_cublas_st_ == CUBLAS_STATUS_SUCCESS,                                   \
+                   std::string(#expr) + ": cuBLAS status " + std::to_string(int(cera_cublas_st_))); \
+  } while (0)
+
+// After every launch: a bad configuration is reported here, not at the next synchronize.
+#define CERA_CUDA_LAUNCHED() CERA_CUDA_CHECK(cudaGetLastError())
+
+namespace cera::ops::cuda {
+
+// Device scratch, one grow-only buffer per use; growing frees the old one (cudaFree waits for
+// the device), so a kernel in flight never sees its scratch disappear.
+enum class ScratchKind : uint8_t {
+  kActQ8,       // 8-bit quantized activations of a GEMV
+  kGemmWeight,  // a weight dequantized to f16 for the cuBLAS path
+  kGemmX,       // activations converted to f16/bf16 for the cuBLAS path
+  kAttnPartial, // per-split partial softmax results of attention
+  kCount,
+};
+
+class CudaContext {
+ public:
+  explicit CudaContext(int device);
+  ~CudaContext();
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  int sm_count() const { return sm_count_; }
+  const std::string& device_name() const { return device_name_; }
+
+  void* scratch(ScratchKind kind, uint64_t bytes);
+  // Device copy of a host array, valid for work enqueued on stream() from now on.
+  const int32_t* device_array(std::span<const int32_t> host);
+  const float* device_array(std::span<const float> host);
+
+ private:
+  const void* device_bytes(const void* host, uint64_t bytes);
+  struct CachedArray {
+    std::vector<std::byte> host;
+    void* device = nullptr;
+    uint64_t capacity = 0;
+    uint64_t last_use = 0;
+  };
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  int sm_count_ = 0;
+  std::string device_name_;
+  std::array<void*, size_t(ScratchKind::kCount)> scratch_{};
+  std::array<uint64_t, size_t(ScratchKind::kCount)> scratch_bytes_{};
+  std::array<CachedArray, 16> arrays_{};
+  uint64_t use_clock_ = 0;
+  std::byte* staging_ = nullptr;  // pinned ring the small uploads go through
+  uint64_t staging_bytes_ = 0;
+  uint64_t staging_pos_ = 0;
+};
+
+// Verb checks shared by the op entries.
+void check_f32_device(const TensorView& v, const char* what);
+
+inline unsigned ceil_div(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+}  // namespace cera::ops::cuda

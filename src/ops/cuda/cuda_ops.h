@@ -1,0 +1,46 @@
+// The op entries of the CUDA backend, one group per file: matmul.cu + gemv.cu + gemm.cu (matmul),
+// embed.cu, elementwise.cu, rope_kv.cu, attention.cu. Each validates its views once, then calls
+// its launcher. Internal to src/ops/cuda.
+#pragma once
+
+#include <span>
+
+#include "ops/backend.h"
+#include "ops/cuda/cuda_context.h"
+
+namespace cera::ops::cuda {
+
+// Batches of at most this many tokens use the GEMV kernels (weights read once, dp4a on 8-bit
+// activations); larger ones the tensor-core (cuBLAS) path.
+inline constexpr int64_t kGemvMaxTokens = 16;
+
+void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
+            const TensorView* bias);
+void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
+          const TensorView* bias);
+void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
+          const TensorView* bias);
+// out[n, rows] += bias[n] broadcast over rows.
+void add_bias(CudaContext& ctx, const TensorView& out, const float* bias);
+
+void embed(CudaContext& ctx, const TensorView& out, const TensorView& table, std::span<const int32_t> tokens,
+           float scale);
+
+void rms_norm(CudaContext& ctx, const TensorView& out, const TensorView& x, const TensorView& weight, float eps);
+void gated_activation(CudaContext& ctx, const TensorView& out, const TensorView& gate, const TensorView& up,
+                      Activation act);
+void add_scaled(CudaContext& ctx, const TensorView& out, const TensorView& a, const TensorView& b, float scale);
+void scale(CudaContext& ctx, const TensorView& x, float s);
+
+void rope(CudaContext& ctx, const TensorView& x, std::span<const int32_t> positions, const RopeParams& params);
+void kv_store(CudaContext& ctx, const KvLayer& layer, const TensorView& k, const TensorView& v,
+              std::span<const int32_t> slots);
+void kv_copy(CudaContext& ctx, const KvLayer& layer, std::span<const int32_t> src_slots,
+             std::span<const int32_t> dst_slots);
+void kv_rerotate(CudaContext& ctx, const KvLayer& layer, std::span<const int32_t> slots, int32_t delta,
+                 int32_t head_dim, const RopeParams& params);
+
+void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, const KvLayer& layer,
+               const AttentionBatch& batch, const AttentionParams& params);
+
+}  // namespace cera::ops::cuda

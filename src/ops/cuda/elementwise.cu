@@ -1,0 +1,125 @@
+// Row-wise and elementwise verbs: rms_norm (one block per row), gated_activation, add_scaled,
+// scale (one thread per element over strided rows). They move n_embd or n_ff floats per token,
+// small next to the matmuls; the float order follows the CPU reference ((x * inv) * w).
+#include "ops/cuda/cuda_ops.h"
+
+namespace cera::ops::cuda {
+namespace {
+
+struct RowsView {
+  float* data;
+  int64_t stride;  // floats
+};
+RowsView rows_of(const TensorView& v) { return {reinterpret_cast<float*>(v.data), v.stride() / 4}; }
+
+struct RmsNormParams {
+  RowsView out, x;
+  const float* weight;
+  int64_t n;
+  float eps;
+};
+
+__global__ void rms_norm_kernel(const __grid_constant__ RmsNormParams p) {
+  __shared__ float partial[32];
+  const int64_t r = blockIdx.x;
+  const float* x = p.x.data + r * p.x.stride;
+  float* out = p.out.data + r * p.out.stride;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) sum += x[i] * x[i];
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    sum = threadIdx.x < blockDim.x / 32 ? partial[threadIdx.x] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (threadIdx.x == 0) partial[0] = sum;
+  }
+  __syncthreads();
+  const float inv = 1.0f / sqrtf(partial[0] / float(p.n) + p.eps);
+  for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) out[i] = x[i] * inv * p.weight[i];
+}
+
+enum class Elementwise : uint8_t { kSilu, kGeluTanh, kAddScaled, kScale };
+
+struct ElementwiseParams {
+  RowsView out, a, b;
+  int64_t cols;
+  int64_t n;  // cols * rows
+  float s;
+  Elementwise op;
+};
+
+__device__ __forceinline__ float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+__global__ void elementwise_kernel(const __grid_constant__ ElementwiseParams p) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= p.n) return;
+  const int64_t r = i / p.cols, c = i % p.cols;
+  const float a = p.a.data[r * p.a.stride + c];
+  float v;
+  switch (p.op) {
+    case Elementwise::kSilu: v = a / (1.0f + expf(-a)) * p.b.data[r * p.b.stride + c]; break;
+    case Elementwise::kGeluTanh: v = gelu_tanh(a) * p.b.data[r * p.b.stride + c]; break;
+    case Elementwise::kAddScaled: v = a + p.s * p.b.data[r * p.b.stride + c]; break;
+    default: v = a * p.s; break;
+  }
+  p.out.data[r * p.out.stride + c] = v;
+}
+
+void check_same_shape(const TensorView& a, const TensorView& b, const char* what) {
+  CERA_CHECK_MSG(a.cols() == b.cols() && a.rows() == b.rows(), std::string(what) + ": shape mismatch");
+}
+
+void launch_elementwise(CudaContext& ctx, const ElementwiseParams& p) {
+  if (p.n == 0) return;
+  elementwise_kernel<<<ceil_div(p.n, 256), 256, 0, ctx.stream()>>>(p);
+  CERA_CUDA_LAUNCHED();
+}
+
+}  // namespace
+
+void rms_norm(CudaContext& ctx, const TensorView& out, const TensorView& x, const TensorView& weight, float eps) {
+  check_f32_device(out, "rms_norm out");
+  check_f32_device(x, "rms_norm x");
+  check_f32_device(weight, "rms_norm weight");
+  check_same_shape(out, x, "rms_norm");
+  const int64_t n = x.cols();
+  CERA_CHECK(weight.n_elements() == n && weight.packed());
+  if (x.rows() == 0 || n == 0) return;
+  RmsNormParams p{rows_of(out), rows_of(x), reinterpret_cast<const float*>(weight.data), n, eps};
+  const unsigned threads = n >= 1024 ? 512 : (n >= 256 ? 256 : 32 * ceil_div(n, 32));
+  CERA_CHECK_MSG(x.rows() < (int64_t{1} << 31), "rms_norm: too many rows");
+  rms_norm_kernel<<<unsigned(x.rows()), threads, 0, ctx.stream()>>>(p);
+  CERA_CUDA_LAUNCHED();
+}
+
+void gated_activation(CudaContext& ctx, const TensorView& out, const TensorView& gate, const TensorView& up,
+                      Activation act) {
+  check_f32_device(out, "gated_activation out");
+  check_f32_device(gate, "gated_activation gate");
+  check_f32_device(up, "gated_activation up");
+  check_same_shape(out, gate, "gated_activation");
+  check_same_shape(out, up, "gated_activation");
+  launch_elementwise(ctx, {rows_of(out), rows_of(gate), rows_of(up), out.cols(), out.n_elements(), 0.0f,
+                           act == Activation::kSilu ? Elementwise::kSilu : Elementwise::kGeluTanh});
+}
+
+void add_scaled(CudaContext& ctx, const TensorView& out, const TensorView& a, const TensorView& b, float s) {
+  check_f32_device(out, "add_scaled out");
+  check_f32_device(a, "add_scaled a");
+  check_f32_device(b, "add_scaled b");
+  check_same_shape(out, a, "add_scaled");
+  check_same_shape(out, b, "add_scaled");
+  launch_elementwise(ctx, {rows_of(out), rows_of(a), rows_of(b), out.cols(), out.n_elements(), s,
+                           Elementwise::kAddScaled});
+}
+
+void scale(CudaContext& ctx, const TensorView& x, float s) {
+  check_f32_device(x, "scale x");
+  launch_elementwise(ctx, {rows_of(x), rows_of(x), rows_of(x), x.cols(), x.n_elements(), s, Elementwise::kScale});
+}
+
+}  // namespace cera::ops::cuda

@@ -1,0 +1,246 @@
+// GEMV for 1..16 tokens: one warp per weight row, every lane streaming 16-byte loads of codes
+// (several units in flight per lane before the first use), dequantization fused into a dp4a dot
+// with 8-bit activations, one pass over the weight for up to 8 tokens (16 tokens: two passes).
+// Plain types (F32/F16/BF16) dot against float activations directly.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/quant_units.cuh"
+
+namespace cera::ops::cuda {
+namespace {
+
+constexpr int kWarps = 4;           // rows per block
+constexpr int kMaxTokensPass = 8;   // tokens per pass over the weight
+
+struct GemvParams {
+  QWeight w;
+  const int8_t* xq;      // quantized activations: token t at xq + t * n_in
+  const float2* xds;     // token t at xds + t * n_in / 32
+  const float* xf;       // float activations (plain weights): token t at xf + t * xf_stride
+  int64_t xf_stride;     // floats
+  float* out;            // token t, row r at out[t * out_stride + r]
+  int64_t out_stride;    // floats
+  const float* bias;     // [n_out] or null
+  int64_t n_in;
+  int64_t n_out;
+  int64_t units_per_row;
+};
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <int B>
+__device__ __forceinline__ void store_rows(const GemvParams& p, int64_t row, float (&acc)[B]) {
+  const int lane = threadIdx.x & 31;
+  for (int t = 0; t < B; ++t) {
+    const float v = warp_sum(acc[t]);
+    if (lane == 0) p.out[t * p.out_stride + row] = v + (p.bias != nullptr ? p.bias[row] : 0.0f);
+  }
+}
+
+template <DType T, int B>
+__global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_constant__ GemvParams p) {
+  using U = Unit<T>;
+  constexpr int kUnroll = U::kElems == 32 ? 4 : 2;  // units in flight per lane
+  const int lane = threadIdx.x & 31;
+  const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+  if (row >= p.n_out) return;
+  const int64_t nu = p.units_per_row, base = row * nu;
+  ActRow x[B];
+  for (int t = 0; t < B; ++t) x[t] = {p.xq + t * p.n_in, p.xds + t * (p.n_in / 32)};
+  float acc[B] = {};
+  int64_t u = lane;
+  for (; u + 32 * (kUnroll - 1) < nu; u += 32 * kUnroll) {
+    typename U::Raw r[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) r[k] = U::load(p.w, base + u + 32 * k);
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+#pragma unroll
+      for (int t = 0; t < B; ++t) acc[t] += U::dot(r[k], x[t], u + 32 * k);
+    }
+  }
+  for (; u < nu; u += 32) {
+    const typename U::Raw r = U::load(p.w, base + u);
+#pragma unroll
+    for (int t = 0; t < B; ++t) acc[t] += U::dot(r, x[t], u);
+  }
+  store_rows<B>(p, row, acc);
+}
+
+// kVec weights per lane step: 16 bytes' worth when rows are 16-byte aligned, else 1.
+template <DType T, int kVec>
+__device__ __forceinline__ void load_plain(const uint8_t* row, int64_t i, float (&w)[kVec]) {
+  if constexpr (T == DType::kF32) {
+    if constexpr (kVec == 4) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(row) + i);
+      w[0] = v.x; w[1] = v.y; w[2] = v.z; w[3] = v.w;
+    } else {
+      w[0] = __ldg(reinterpret_cast<const float*>(row) + i);
+    }
+  } else if constexpr (kVec == 8) {
+    const uint4 v = ld16(row + i * 16);
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t x = word(v, k);
+      if constexpr (T == DType::kF16) {
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&x));
+        w[2 * k] = f.x; w[2 * k + 1] = f.y;
+      } else {
+        w[2 * k] = __uint_as_float(x << 16); w[2 * k + 1] = __uint_as_float(x & 0xFFFF0000u);
+      }
+    }
+  } else {
+    const uint16_t h = __ldg(reinterpret_cast<const unsigned short*>(row) + i);
+    w[0] = T == DType::kF16 ? __half2float(__ushort_as_half(h)) : __uint_as_float(uint32_t(h) << 16);
+  }
+}
+
+template <DType T, int B, int kVec>
+__global__ void __launch_bounds__(kWarps * 32) gemv_f_kernel(const __grid_constant__ GemvParams p) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+  if (row >= p.n_out) return;
+  const uint8_t* wrow = p.w.r0 + row * p.w.row_stride;
+  const int64_t nu = p.n_in / kVec;
+  float acc[B] = {};
+  for (int64_t u = lane; u < nu; u += 32) {
+    float w[kVec];
+    load_plain<T, kVec>(wrow, u, w);
+#pragma unroll
+    for (int t = 0; t < B; ++t) {
+      const float* x = p.xf + t * p.xf_stride + u * kVec;
+      if constexpr (kVec == 1) {
+        acc[t] += w[0] * __ldg(x);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kVec; k += 4) {
+          const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
+          acc[t] += w[k] * v.x + w[k + 1] * v.y + w[k + 2] * v.z + w[k + 3] * v.w;
+        }
+      }
+    }
+  }
+  store_rows<B>(p, row, acc);
+}
+
+struct QuantizeActParams {
+  const float* x;
+  int64_t x_stride;  // floats
+  int8_t* q;
+  float2* ds;
+  int64_t n_in;
+};
+
+// One warp per 32-element block: d = max|x| / 127, codes round(x / d), and d * sum(codes).
+__global__ void quantize_act_kernel(const __grid_constant__ QuantizeActParams p) {
+  const int lane = threadIdx.x & 31;
+  const int64_t blk = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int64_t t = blockIdx.y;
+  if (blk * 32 >= p.n_in) return;
+  const float v = p.x[t * p.x_stride + blk * 32 + lane];
+  float amax = fabsf(v);
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = amax / 127.0f;
+  const int q = d > 0.0f ? __float2int_rn(v / d) : 0;
+  int sum = q;
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  p.q[t * p.n_in + blk * 32 + lane] = int8_t(q);
+  if (lane == 0) p.ds[t * (p.n_in / 32) + blk] = make_float2(d, d * float(sum));
+}
+
+using GemvKernel = void (*)(GemvParams);
+
+template <DType T, int B>
+GemvKernel pick_b(int64_t vec) {
+  if constexpr (T == DType::kF32 || T == DType::kF16 || T == DType::kBF16) {
+    constexpr int kWide = T == DType::kF32 ? 4 : 8;
+    return vec == 1 ? gemv_f_kernel<T, B, 1> : gemv_f_kernel<T, B, kWide>;
+  } else {
+    return gemv_q_kernel<T, B>;
+  }
+}
+
+// Kernel for 1..8 tokens; instantiated configurations: every supported type x B in 1..8.
+template <DType T>
+GemvKernel pick(int b, int64_t vec) {
+  switch (b) {
+#define CERA_GEMV_CASE(N) \
+    case N: return pick_b<T, N>(vec);
+    CERA_GEMV_CASE(1) CERA_GEMV_CASE(2) CERA_GEMV_CASE(3) CERA_GEMV_CASE(4)
+    CERA_GEMV_CASE(5) CERA_GEMV_CASE(6) CERA_GEMV_CASE(7) CERA_GEMV_CASE(8)
+#undef CERA_GEMV_CASE
+    default: return nullptr;
+  }
+}
+
+GemvKernel pick_kernel(DType t, int b, int64_t vec) {
+  switch (t) {
+    case DType::kF32: return pick<DType::kF32>(b, vec);
+    case DType::kF16: return pick<DType::kF16>(b, vec);
+    case DType::kBF16: return pick<DType::kBF16>(b, vec);
+    case DType::kQ4_0: return pick<DType::kQ4_0>(b, vec);
+    case DType::kQ4_1: return pick<DType::kQ4_1>(b, vec);
+    case DType::kQ5_0: return pick<DType::kQ5_0>(b, vec);
+    case DType::kQ5_1: return pick<DType::kQ5_1>(b, vec);
+    case DType::kQ8_0: return pick<DType::kQ8_0>(b, vec);
+    case DType::kQ4_K: return pick<DType::kQ4_K>(b, vec);
+    case DType::kQ5_K: return pick<DType::kQ5_K>(b, vec);
+    case DType::kQ6_K: return pick<DType::kQ6_K>(b, vec);
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
+          const TensorView* bias) {
+  const int64_t n_in = weight.cols(), n_out = weight.rows(), n_tokens = x.rows();
+  const DType t = weight.dtype;
+  const bool plain = dtype_block_size(t) == 1;
+  GemvParams p{};
+  p.w = qweight_of(t, weight.data, n_in, n_out, weight.stride());
+  p.n_in = n_in;
+  p.n_out = n_out;
+  p.out_stride = out.stride() / 4;
+  p.bias = bias != nullptr ? reinterpret_cast<const float*>(bias->data) : nullptr;
+  int64_t vec = 1;
+  if (plain) {
+    const int64_t wide = t == DType::kF32 ? 4 : 8;
+    const bool aligned = n_in % wide == 0 && weight.stride() % 16 == 0 && x.stride() % 16 == 0 &&
+                         reinterpret_cast<uintptr_t>(weight.data) % 16 == 0 &&
+                         reinterpret_cast<uintptr_t>(x.data) % 16 == 0;
+    vec = aligned ? wide : 1;
+    p.xf_stride = x.stride() / 4;
+  } else {
+    p.units_per_row = n_in / (dtype_block_size(t) == 32 ? 32 : 64);
+    auto* q = static_cast<int8_t*>(ctx.scratch(ScratchKind::kActQ8, uint64_t(n_tokens) * n_in * 5 / 4 + 256));
+    auto* ds = reinterpret_cast<float2*>(q + ((n_tokens * n_in + 255) & ~int64_t{255}));
+    QuantizeActParams qp{reinterpret_cast<const float*>(x.data), x.stride() / 4, q, ds, n_in};
+    const dim3 grid(ceil_div(n_in / 32, 8), unsigned(n_tokens));
+    quantize_act_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+    CERA_CUDA_LAUNCHED();
+    p.xq = q;
+    p.xds = ds;
+  }
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokensPass) {
+    const int b = int(std::min<int64_t>(kMaxTokensPass, n_tokens - t0));
+    GemvParams pp = p;
+    pp.out = reinterpret_cast<float*>(out.row(t0));
+    if (plain) {
+      pp.xf = reinterpret_cast<const float*>(x.row(t0));
+    } else {
+      pp.xq = p.xq + t0 * n_in;
+      pp.xds = p.xds + t0 * (n_in / 32);
+    }
+    const GemvKernel k = pick_kernel(t, b, vec);
+    CERA_CHECK_MSG(k != nullptr, "gemv: no kernel for " + std::string(dtype_name(t)));
+    k<<<ceil_div(n_out, kWarps), kWarps * 32, 0, ctx.stream()>>>(pp);
+    CERA_CUDA_LAUNCHED();
+  }
+}
+
+}  // namespace cera::ops::cuda

@@ -1,0 +1,157 @@
+// matmul entry (validation, GEMV or GEMM by batch size) and the prefill path: the weight is
+// dequantized to f16 into scratch (plain F16/BF16 weights are used in place), activations are
+// converted to f16/bf16, and cuBLAS runs the product on tensor cores with float accumulation.
+// This is the stepping stone the brief allows; its cost is one extra write+read of the weight
+// in f16 per call (docs/benchmarks/cuda.md records the prefill numbers it gives).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/quant_units.cuh"
+
+namespace cera::ops::cuda {
+namespace {
+
+struct DequantParams {
+  QWeight w;
+  __half* out;  // [n_rows, n_in] packed
+  int64_t chunks_per_row;
+  int64_t n_chunks;
+};
+
+template <DType T>
+__global__ void dequant_f16_kernel(const __grid_constant__ DequantParams p) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= p.n_chunks) return;
+  const int64_t row = c / p.chunks_per_row, j = c % p.chunks_per_row;
+  float v[32];
+  dequant32<T>(p.w, row, j, v);
+  uint4* dst = reinterpret_cast<uint4*>(p.out + c * 32);
+  for (int k = 0; k < 4; ++k) {
+    __half2 h[4];
+    for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[8 * k + 2 * i], v[8 * k + 2 * i + 1]);
+    dst[k] = *reinterpret_cast<const uint4*>(h);
+  }
+}
+
+using DequantKernel = void (*)(DequantParams);
+DequantKernel dequant_kernel(DType t) {
+  switch (t) {
+    case DType::kQ4_0: return dequant_f16_kernel<DType::kQ4_0>;
+    case DType::kQ4_1: return dequant_f16_kernel<DType::kQ4_1>;
+    case DType::kQ5_0: return dequant_f16_kernel<DType::kQ5_0>;
+    case DType::kQ5_1: return dequant_f16_kernel<DType::kQ5_1>;
+    case DType::kQ8_0: return dequant_f16_kernel<DType::kQ8_0>;
+    case DType::kQ4_K: return dequant_f16_kernel<DType::kQ4_K>;
+    case DType::kQ5_K: return dequant_f16_kernel<DType::kQ5_K>;
+    case DType::kQ6_K: return dequant_f16_kernel<DType::kQ6_K>;
+    default: return nullptr;
+  }
+}
+
+struct ConvertParams {
+  const float* x;
+  int64_t x_stride;  // floats
+  void* out;         // [n_tokens, n_in] packed f16 or bf16
+  int64_t n_in;
+  int64_t n;         // n_in * n_tokens
+  bool bf16;
+};
+
+__global__ void convert_x_kernel(const __grid_constant__ ConvertParams p) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= p.n) return;
+  const float v = p.x[(i / p.n_in) * p.x_stride + i % p.n_in];
+  if (p.bf16) {
+    static_cast<__nv_bfloat16*>(p.out)[i] = __float2bfloat16_rn(v);
+  } else {
+    static_cast<__half*>(p.out)[i] = __float2half_rn(v);
+  }
+}
+
+struct BiasParams {
+  float* out;
+  int64_t out_stride;  // floats
+  const float* bias;
+  int64_t n;
+  int64_t rows;
+};
+
+__global__ void add_bias_kernel(const __grid_constant__ BiasParams p) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= p.n * p.rows) return;
+  p.out[(i / p.n) * p.out_stride + i % p.n] += p.bias[i % p.n];
+}
+
+}  // namespace
+
+void add_bias(CudaContext& ctx, const TensorView& out, const float* bias) {
+  BiasParams p{reinterpret_cast<float*>(out.data), out.stride() / 4, bias, out.cols(), out.rows()};
+  if (p.n * p.rows == 0) return;
+  add_bias_kernel<<<ceil_div(p.n * p.rows, 256), 256, 0, ctx.stream()>>>(p);
+  CERA_CUDA_LAUNCHED();
+}
+
+void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
+          const TensorView* bias) {
+  const int64_t n_in = weight.cols(), n_out = weight.rows(), n_tokens = x.rows();
+  const float alpha = 1.0f, beta = 0.0f;
+  const int ldc = int(out.stride() / 4);
+  if (weight.dtype == DType::kF32) {
+    // Plain float32 (no TF32): F32 weights are the exactness case (tiny models, tests).
+    CERA_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n_out), int(n_tokens), int(n_in),
+                                  &alpha, reinterpret_cast<const float*>(weight.data), int(weight.stride() / 4),
+                                  reinterpret_cast<const float*>(x.data), int(x.stride() / 4), &beta,
+                                  reinterpret_cast<float*>(out.data), ldc));
+  } else {
+    const bool bf16 = weight.dtype == DType::kBF16;
+    void* xh = ctx.scratch(ScratchKind::kGemmX, uint64_t(n_in * n_tokens) * 2);
+    ConvertParams cp{reinterpret_cast<const float*>(x.data), x.stride() / 4, xh, n_in, n_in * n_tokens, bf16};
+    convert_x_kernel<<<ceil_div(cp.n, 256), 256, 0, ctx.stream()>>>(cp);
+    CERA_CUDA_LAUNCHED();
+    const void* wh = weight.data;
+    int lda = int(weight.stride() / 2);
+    if (dtype_block_size(weight.dtype) != 1) {
+      auto* buf = static_cast<__half*>(ctx.scratch(ScratchKind::kGemmWeight, uint64_t(n_in * n_out) * 2));
+      DequantParams dp{qweight_of(weight.dtype, weight.data, n_in, n_out, 0), buf, n_in / 32, n_out * (n_in / 32)};
+      dequant_kernel(weight.dtype)<<<ceil_div(dp.n_chunks, 128), 128, 0, ctx.stream()>>>(dp);
+      CERA_CUDA_LAUNCHED();
+      wh = buf;
+      lda = int(n_in);
+    }
+    const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    CERA_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n_out), int(n_tokens), int(n_in), &alpha,
+                                   wh, type, lda, xh, type, int(n_in), &beta, out.data, CUDA_R_32F, ldc,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  if (bias != nullptr) add_bias(ctx, out, reinterpret_cast<const float*>(bias->data));
+}
+
+void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
+            const TensorView* bias) {
+  check_f32_device(out, "matmul out");
+  check_f32_device(x, "matmul x");
+  CERA_CHECK_MSG(weight.device == Device::kCuda, "matmul: weight is not a CUDA tensor");
+  CERA_CHECK_MSG(is_supported_weight(weight.dtype),
+                 "matmul: no CUDA kernel for weight type " + std::string(dtype_name(weight.dtype)));
+  const int64_t n_in = weight.cols(), n_out = weight.rows(), n_tokens = x.rows();
+  CERA_CHECK_MSG(x.cols() == n_in, "matmul: x has " + std::to_string(x.cols()) + " columns, weight " +
+                                       std::to_string(n_in));
+  CERA_CHECK_MSG(out.cols() == n_out && out.rows() == n_tokens, "matmul: out shape mismatch");
+  CERA_CHECK_MSG(weight.packed() || dtype_block_size(weight.dtype) == 1,
+                 "matmul: quantized CUDA weights must be whole imported tensors (GPU layout)");
+  CERA_CHECK(n_in % dtype_block_size(weight.dtype) == 0);
+  if (dtype_block_size(weight.dtype) == 1) CERA_CHECK_MSG(weight.stride() % 2 == 0, "matmul: weight stride");
+  if (bias != nullptr) {
+    check_f32_device(*bias, "matmul bias");
+    CERA_CHECK(bias->n_elements() == n_out && bias->packed());
+  }
+  if (n_out == 0 || n_tokens == 0) return;
+  if (n_tokens <= kGemvMaxTokens) {
+    gemv(ctx, out, weight, x, bias);
+  } else {
+    gemm(ctx, out, weight, x, bias);
+  }
+}
+
+}  // namespace cera::ops::cuda

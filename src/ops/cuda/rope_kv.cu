@@ -1,0 +1,177 @@
+// RoPE on activations and on cache rows (kv_rerotate), and the cache row movers kv_store and
+// kv_copy. RoPE angles are computed in double like the CPU reference: theta grows with the
+// position, and a float angle at position 10^4 would be off by ~1e-3 rad.
+#include <cstdint>
+#include <vector>
+
+#include "ops/cuda/cuda_ops.h"
+
+namespace cera::ops::cuda {
+namespace {
+
+struct RopeKernelParams {
+  float* base;
+  int64_t token_stride;     // floats between tokens (or cache slots)
+  int64_t head_stride;      // floats between heads of one token
+  const int32_t* slots;     // cache rows of the tokens, or null (token t at row t)
+  const int32_t* positions; // [n_tokens], or null: every token at `delta`
+  int32_t delta;
+  const float* freq_factors;  // [n_rot / 2] or null
+  int64_t n_heads;
+  int64_t n_units;          // n_tokens * n_heads
+  int32_t n_rot;
+  float freq_base;
+  float freq_scale;
+  RopeKind kind;
+};
+
+__global__ void rope_kernel(const __grid_constant__ RopeKernelParams p) {
+  const int64_t unit = blockIdx.x;
+  const int64_t t = unit / p.n_heads, h = unit % p.n_heads;
+  const int64_t row = p.slots != nullptr ? p.slots[t] : t;
+  float* x = p.base + row * p.token_stride + h * p.head_stride;
+  const int32_t pos = p.positions != nullptr ? p.positions[t] : p.delta;
+  const int half = p.n_rot / 2;
+  const int stride = p.kind == RopeKind::kNorm ? 2 : 1;
+  const int partner = p.kind == RopeKind::kNorm ? 1 : half;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    double theta = double(pos) * p.freq_scale * pow(double(p.freq_base), -2.0 * double(i) / p.n_rot);
+    if (p.freq_factors != nullptr) theta /= p.freq_factors[i];
+    const float c = float(cos(theta)), s = float(sin(theta));
+    float* a = x + i * stride;
+    const float x0 = a[0], x1 = a[partner];
+    a[0] = x0 * c - x1 * s;
+    a[partner] = x0 * s + x1 * c;
+  }
+}
+
+void launch_rope(CudaContext& ctx, RopeKernelParams p, const RopeParams& rp) {
+  CERA_CHECK_MSG(rp.n_rot > 0 && rp.n_rot % 2 == 0, "rope: n_rot must be even and positive");
+  p.n_rot = rp.n_rot;
+  p.freq_base = rp.freq_base;
+  p.freq_scale = rp.freq_scale;
+  p.kind = rp.kind;
+  p.freq_factors = rp.freq_factors != nullptr ? ctx.device_array(std::span(rp.freq_factors, size_t(rp.n_rot / 2)))
+                                              : nullptr;
+  if (p.n_units == 0) return;
+  CERA_CHECK(p.n_units < (int64_t{1} << 31));
+  const unsigned threads = rp.n_rot / 2 >= 64 ? 64 : 32;
+  rope_kernel<<<unsigned(p.n_units), threads, 0, ctx.stream()>>>(p);
+  CERA_CUDA_LAUNCHED();
+}
+
+struct CopyRowsParams {
+  const float* src_k;
+  const float* src_v;
+  int64_t src_k_stride, src_v_stride;  // floats
+  float* dst_k;
+  float* dst_v;
+  int64_t dst_k_stride, dst_v_stride;
+  const int32_t* src_rows;  // null: row t
+  const int32_t* dst_rows;
+  int64_t n;  // floats per row
+};
+
+// One block per row pair: K row and V row copied together.
+__global__ void copy_rows_kernel(const __grid_constant__ CopyRowsParams p) {
+  const int64_t t = blockIdx.x;
+  const int64_t s = p.src_rows != nullptr ? p.src_rows[t] : t, d = p.dst_rows[t];
+  for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
+    p.dst_k[d * p.dst_k_stride + i] = p.src_k[s * p.src_k_stride + i];
+    p.dst_v[d * p.dst_v_stride + i] = p.src_v[s * p.src_v_stride + i];
+  }
+}
+
+void check_layer(const KvLayer& layer) {
+  check_f32_device(layer.k, "kv layer k");
+  check_f32_device(layer.v, "kv layer v");
+  CERA_CHECK(layer.k.cols() == layer.v.cols() && layer.k.rows() == layer.v.rows());
+  CERA_CHECK(layer.block_size > 0);
+}
+
+void check_slot(const KvLayer& layer, int32_t slot) {
+  CERA_CHECK_MSG(slot >= 0 && slot < layer.k.rows(), "kv slot " + std::to_string(slot) + " out of range");
+}
+
+void launch_copy_rows(CudaContext& ctx, const CopyRowsParams& p, int64_t n_rows) {
+  if (n_rows == 0) return;
+  copy_rows_kernel<<<unsigned(n_rows), 128, 0, ctx.stream()>>>(p);
+  CERA_CUDA_LAUNCHED();
+}
+
+}  // namespace
+
+void rope(CudaContext& ctx, const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) {
+  check_f32_device(x, "rope x");
+  const auto n_tokens = static_cast<int64_t>(positions.size());
+  CERA_CHECK_MSG(n_tokens > 0 && x.rows() % n_tokens == 0, "rope: rows are not heads x tokens");
+  CERA_CHECK_MSG(params.n_rot <= x.cols(), "rope: n_rot exceeds head_dim");
+  const int64_t n_heads = x.rows() / n_tokens;
+  RopeKernelParams p{};
+  p.base = reinterpret_cast<float*>(x.data);
+  p.token_stride = n_heads * (x.stride() / 4);
+  p.head_stride = x.stride() / 4;
+  p.positions = ctx.device_array(positions);
+  p.n_heads = n_heads;
+  p.n_units = n_tokens * n_heads;
+  launch_rope(ctx, p, params);
+}
+
+void kv_store(CudaContext& ctx, const KvLayer& layer, const TensorView& k, const TensorView& v,
+              std::span<const int32_t> slots) {
+  check_layer(layer);
+  check_f32_device(k, "kv_store k");
+  check_f32_device(v, "kv_store v");
+  const auto n = static_cast<int64_t>(slots.size());
+  CERA_CHECK(k.cols() == layer.k.cols() && k.rows() == n);
+  CERA_CHECK(v.cols() == layer.v.cols() && v.rows() == n);
+  for (int32_t s : slots) check_slot(layer, s);
+  CopyRowsParams p{reinterpret_cast<const float*>(k.data), reinterpret_cast<const float*>(v.data),
+                   k.stride() / 4, v.stride() / 4,
+                   reinterpret_cast<float*>(layer.k.data), reinterpret_cast<float*>(layer.v.data),
+                   layer.k.stride() / 4, layer.v.stride() / 4, nullptr, ctx.device_array(slots), k.cols()};
+  launch_copy_rows(ctx, p, n);
+}
+
+void kv_copy(CudaContext& ctx, const KvLayer& layer, std::span<const int32_t> src_slots,
+             std::span<const int32_t> dst_slots) {
+  check_layer(layer);
+  CERA_CHECK(src_slots.size() == dst_slots.size());
+  // The runtime never lets a call's destinations overlap its own sources (kv_cache.cpp), so the
+  // rows can move in parallel; equal pairs are dropped like the CPU does.
+  std::vector<int32_t> src, dst;
+  for (size_t i = 0; i < src_slots.size(); ++i) {
+    check_slot(layer, src_slots[i]);
+    check_slot(layer, dst_slots[i]);
+    if (src_slots[i] == dst_slots[i]) continue;
+    src.push_back(src_slots[i]);
+    dst.push_back(dst_slots[i]);
+  }
+  if (src.empty()) return;
+  const int64_t stride_k = layer.k.stride() / 4, stride_v = layer.v.stride() / 4;
+  auto* k = reinterpret_cast<float*>(layer.k.data);
+  auto* v = reinterpret_cast<float*>(layer.v.data);
+  const int32_t* d_src = ctx.device_array(std::span<const int32_t>(src));
+  const int32_t* d_dst = ctx.device_array(std::span<const int32_t>(dst));
+  CopyRowsParams p{k, v, stride_k, stride_v, k, v, stride_k, stride_v, d_src, d_dst, layer.k.cols()};
+  launch_copy_rows(ctx, p, int64_t(src.size()));
+}
+
+void kv_rerotate(CudaContext& ctx, const KvLayer& layer, std::span<const int32_t> slots, int32_t delta,
+                 int32_t head_dim, const RopeParams& params) {
+  check_layer(layer);
+  CERA_CHECK(head_dim > 0 && layer.k.cols() % head_dim == 0 && params.n_rot <= head_dim);
+  for (int32_t s : slots) check_slot(layer, s);
+  if (slots.empty()) return;
+  RopeKernelParams p{};
+  p.base = reinterpret_cast<float*>(layer.k.data);
+  p.token_stride = layer.k.stride() / 4;
+  p.head_stride = head_dim;
+  p.slots = ctx.device_array(slots);
+  p.delta = delta;
+  p.n_heads = layer.k.cols() / head_dim;
+  p.n_units = int64_t(slots.size()) * p.n_heads;
+  launch_rope(ctx, p, params);
+}
+
+}  // namespace cera::ops::cuda
