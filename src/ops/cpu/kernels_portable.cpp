@@ -22,6 +22,9 @@ void vaxpy(float* y, float a, const float* x, int n) {
 void vscale(float* y, float s, int n) {
   for (int i = 0; i < n; ++i) y[i] *= s;
 }
+void vexp_shifted(float* s, int n, float m) {
+  for (int i = 0; i < n; ++i) s[i] = std::exp(s[i] - m);
+}
 
 }  // namespace
 }  // namespace cera::ops::cpu
