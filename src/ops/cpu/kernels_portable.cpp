@@ -16,8 +16,10 @@ float vdot(const float* a, const float* b, int n) {
   for (int i = 0; i < n; ++i) s += a[i] * b[i];
   return s;
 }
-void vaxpy(float* y, float a, const float* x, int n) {
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
+void vaxpy_rows(float* y, const float* p, const float* const* x, int n_rows, int n) {
+  for (int j = 0; j < n_rows; ++j) {
+    for (int i = 0; i < n; ++i) y[i] += p[j] * x[j][i];
+  }
 }
 void vscale(float* y, float s, int n) {
   for (int i = 0; i < n; ++i) y[i] *= s;
