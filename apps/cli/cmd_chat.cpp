@@ -2,7 +2,9 @@
 // cache persists across turns: each turn evaluates only the text the template appended since
 // the last turn (the per-reply stderr line shows how many tokens that was). Ctrl-C stops a reply;
 // a second Ctrl-C at the prompt leaves. Works on a pipe too: one message per input line.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,29 +25,43 @@ struct ChatOptions {
 };
 
 std::atomic<runtime::Session*> g_generating{nullptr};
-volatile std::sig_atomic_t g_sigint = 0;
+// Ctrl-C at the prompt writes to this pipe (self-pipe trick): a flag alone could be set just
+// before read() blocks and then wait for the next key press.
+int g_wake[2] = {-1, -1};
 
 void on_sigint(int) {
-  if (runtime::Session* s = g_generating.load()) s->cancel();
-  else g_sigint = 1;
+  if (runtime::Session* s = g_generating.load()) {
+    s->cancel();
+  } else {
+    const char c = 1;
+    [[maybe_unused]] const ssize_t n = ::write(g_wake[1], &c, 1);
+  }
 }
 
 enum class ReadResult { kLine, kEof, kInterrupted };
 
-// One line from stdin with read(2), so that Ctrl-C (EINTR, no SA_RESTART) interrupts the wait.
+// One line from stdin, waiting on stdin and the Ctrl-C pipe together.
 ReadResult read_line(std::string& line) {
   line.clear();
   char c = 0;
   while (true) {
+    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return ReadResult::kEof;
+    }
+    if (fds[1].revents & POLLIN) {
+      while (::read(g_wake[0], &c, 1) == 1) {
+      }
+      return ReadResult::kInterrupted;
+    }
     const ssize_t n = ::read(STDIN_FILENO, &c, 1);
     if (n == 1) {
       if (c == '\n') return ReadResult::kLine;
       line += c;
     } else if (n == 0) {
       return line.empty() ? ReadResult::kEof : ReadResult::kLine;
-    } else if (errno == EINTR) {
-      if (g_sigint) return ReadResult::kInterrupted;
-    } else {
+    } else if (errno != EINTR) {
       return ReadResult::kEof;
     }
   }
@@ -106,7 +122,6 @@ class ChatLoop {
     std::string message;
     bool interrupted_once = false;
     while (true) {
-      g_sigint = 0;
       const ReadResult r = read_message(interactive, message);
       if (r == ReadResult::kEof) break;
       if (r == ReadResult::kInterrupted) {
@@ -241,14 +256,17 @@ void run_chat(const ChatOptions& o) {
   auto tmpl = runtime::chat::chat_template_from_gguf(engine->file());
   if (!tmpl.ok()) fail("chat", tmpl.status());
   ChatLoop loop(o, *engine, std::move(tmpl).value());
+  if (::pipe2(g_wake, O_NONBLOCK | O_CLOEXEC) != 0) fail("chat", io_error("cannot create a pipe"));
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a Ctrl-C must interrupt the read at the prompt
+  sa.sa_flags = SA_RESTART;
   struct sigaction old {};
   sigaction(SIGINT, &sa, &old);
   loop.run();
   sigaction(SIGINT, &old, nullptr);
+  ::close(g_wake[0]);
+  ::close(g_wake[1]);
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ class Parser {
       const Token& t = peek();
       if (t.kind == TokenKind::kEnd) {
         if (ends.size() == 0) return body;
-        return error_at(t, "missing {% " + std::string(*ends.begin()) + " %}");
+        return error_at(t, "missing {% " + std::string(*(ends.end() - 1)) + " %}");
       }
       if (t.kind == TokenKind::kText) {
         auto s = std::make_unique<Stmt>();
