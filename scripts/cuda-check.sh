@@ -46,7 +46,7 @@ for s in $sections; do
     ;;
   sanitize)
     CERA_CUDA_TEST_QUICK=1 run "compute-sanitizer memcheck (quick sweep)" memcheck.log \
-      compute-sanitizer --tool memcheck --error-exitcode 3 "$TESTS" --gtest_brief=1
+      timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$TESTS" --gtest_brief=1
     grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | tail -3
     ;;
   models)
@@ -94,6 +94,9 @@ for s in $sections; do
     ;;
   esac
 done
+# The device tool returns at most 8 files: keep results.md and bench.md, pack every log.
+(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude=results.md --exclude=bench.md -- * 2>/dev/null &&
+  find . -maxdepth 1 -type f ! -name logs.tgz ! -name results.md ! -name bench.md -delete)
 echo
 cat "$RESULTS"
 [ -f "$OUT/bench.md" ] && cat "$OUT/bench.md"

@@ -135,8 +135,9 @@ struct QuantizeActParams {
   int64_t n_in;
 };
 
-// One warp per 32-element block: d = max|x| / 127, codes round(x / d), and d * sum(codes).
-__global__ void quantize_act_kernel(const __grid_constant__ QuantizeActParams p) {
+// Q8_0 like quant::quantize_activation_row: one warp per 32-element block, d = max|x| / 127,
+// codes round-half-away(clamp(x * (1 / d))), d stored as fp16.
+__global__ void quantize_q8_0_kernel(const __grid_constant__ QuantizeActParams p) {
   const int lane = threadIdx.x & 31;
   const int64_t blk = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int64_t t = blockIdx.y;
@@ -145,11 +146,58 @@ __global__ void quantize_act_kernel(const __grid_constant__ QuantizeActParams p)
   float amax = fabsf(v);
   for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
   const float d = amax / 127.0f;
-  const int q = d > 0.0f ? __float2int_rn(v / d) : 0;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const float c = fmaxf(-127.0f, fminf(127.0f, __fmul_rn(v, id)));
+  const int q = c == c ? int(roundf(c)) : 0;
   int sum = q;
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   p.q[t * p.n_in + blk * 32 + lane] = int8_t(q);
-  if (lane == 0) p.ds[t * (p.n_in / 32) + blk] = make_float2(d, d * float(sum));
+  if (lane == 0) p.ds[t * (p.n_in / 32) + blk] = make_float2(__half2float(__float2half_rn(d)), float(sum));
+}
+
+// Q8_K like the CPU reference: one warp per 256 elements (8 per lane); the signed value of
+// largest magnitude (the first on ties) maps to -127, codes round half to even, d = 1 / iscale.
+__global__ void quantize_q8_k_kernel(const __grid_constant__ QuantizeActParams p) {
+  const int lane = threadIdx.x & 31;
+  const int64_t blk = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int64_t t = blockIdx.y;
+  if (blk * 256 >= p.n_in) return;
+  const float* x = p.x + t * p.x_stride + blk * 256 + lane * 8;
+  float v[8], amax = 0.0f, max = 0.0f;
+  int idx = 1 << 30;
+  for (int i = 0; i < 8; ++i) {
+    v[i] = x[i];
+    if (amax < fabsf(v[i])) {
+      amax = fabsf(v[i]);
+      max = v[i];
+      idx = lane * 8 + i;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float oa = __shfl_xor_sync(0xffffffffu, amax, o), om = __shfl_xor_sync(0xffffffffu, max, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+    if (oa > amax || (oa == amax && oi < idx)) {
+      amax = oa;
+      max = om;
+      idx = oi;
+    }
+  }
+  const float iscale = max != 0.0f ? -127.0f / max : 0.0f;
+  int sum = 0;
+  uint32_t packed[2] = {0, 0};
+  for (int i = 0; i < 8; ++i) {
+    const float c = __fmul_rn(iscale, v[i]);
+    const int qi = c == c ? int(rintf(fmaxf(-127.0f, fminf(127.0f, c)))) : 0;
+    packed[i / 4] |= (uint32_t(qi) & 0xFFu) << (8 * (i % 4));
+    sum += qi;
+  }
+  *reinterpret_cast<uint2*>(p.q + t * p.n_in + blk * 256 + lane * 8) = make_uint2(packed[0], packed[1]);
+  // Lanes 4k..4k+3 hold the 32 codes of sub-block k.
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  if ((lane & 3) == 0) {
+    p.ds[t * (p.n_in / 32) + blk * 8 + lane / 4] = make_float2(iscale != 0.0f ? 1.0f / iscale : 0.0f, float(sum));
+  }
 }
 
 using GemvKernel = void (*)(GemvParams);
@@ -220,8 +268,13 @@ void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
     auto* q = static_cast<int8_t*>(ctx.scratch(ScratchKind::kActQ8, uint64_t(n_tokens) * n_in * 5 / 4 + 256));
     auto* ds = reinterpret_cast<float2*>(q + ((n_tokens * n_in + 255) & ~int64_t{255}));
     QuantizeActParams qp{reinterpret_cast<const float*>(x.data), x.stride() / 4, q, ds, n_in};
-    const dim3 grid(ceil_div(n_in / 32, 8), unsigned(n_tokens));
-    quantize_act_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+    const int64_t act_block = dtype_block_size(t) == 32 ? 32 : 256;
+    const dim3 grid(ceil_div(n_in / act_block, 8), unsigned(n_tokens));
+    if (act_block == 32) {
+      quantize_q8_0_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+    } else {
+      quantize_q8_k_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+    }
     CERA_CUDA_LAUNCHED();
     p.xq = q;
     p.xds = ds;

@@ -1,8 +1,11 @@
 // Device-side decoding of the weight formats in their GPU layout (weight_layout.h), in two
 // shapes: a GEMV "unit" (the codes one lane reads per step, dotted with 8-bit activations by
 // dp4a) and dequant32 (32 consecutive weights as floats, for embed and the cuBLAS path).
-// Activations for the dp4a path: per token, int8 codes xq[n_in] and per 32-element block
-// xds = (d, d * sum(codes)), so a weight with a constant offset or minimum needs no extra dot.
+// Activations for the dp4a path: per token, int8 codes xq[n_in] and per 32 elements
+// xds = (d, sum of the 32 codes), quantized exactly like the CPU reference (Q8_0 for the 32-element
+// weight blocks, Q8_K with one d per 256 elements for the K-quants), so every block's integer dot
+// equals the CPU's and the two backends differ only in the float summation order (greedy decoding
+// then agrees token for token). The code sums serve the weights' offsets and minimums.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -55,7 +58,7 @@ struct Unit<DType::kQ4_0> {
     for (int i = 0; i < 4; ++i) { lo[i] = word(r.qs, i) & kLow4; hi[i] = (word(r.qs, i) >> 4) & kLow4; }
     const int s = dot16(hi, x1, dot16(lo, x0, 0));
     const float2 a = __ldg(x.ds + u);
-    return r.d * (a.x * float(s) - 8.0f * a.y);
+    return r.d * a.x * float(s - 8 * int(a.y));
   }
 };
 
@@ -73,7 +76,7 @@ struct Unit<DType::kQ4_1> {
     for (int i = 0; i < 4; ++i) { lo[i] = word(r.qs, i) & kLow4; hi[i] = (word(r.qs, i) >> 4) & kLow4; }
     const int s = dot16(hi, x1, dot16(lo, x0, 0));
     const float2 a = __ldg(x.ds + u);
-    return r.d * a.x * float(s) + r.m * a.y;
+    return r.d * a.x * float(s) + r.m * a.x * a.y;
   }
 };
 
@@ -97,7 +100,7 @@ struct Unit<DType::kQ5_0> {
   }
   __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) {
     const float2 a = __ldg(x.ds + u);
-    return r.d * (a.x * float(dot_q5(r.qs, r.qh, x, u)) - 16.0f * a.y);
+    return r.d * a.x * float(dot_q5(r.qs, r.qh, x, u) - 16 * int(a.y));
   }
 };
 
@@ -112,7 +115,7 @@ struct Unit<DType::kQ5_1> {
   }
   __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) {
     const float2 a = __ldg(x.ds + u);
-    return r.d * a.x * float(dot_q5(r.qs, r.qh, x, u)) + r.m * a.y;
+    return r.d * a.x * float(dot_q5(r.qs, r.qh, x, u)) + r.m * a.x * a.y;
   }
 };
 
@@ -149,9 +152,10 @@ __device__ __forceinline__ float combine_k4(const uint4& hdr, int r, int dot_lo,
                                             int64_t xb) {
   const __half2 dm = *reinterpret_cast<const __half2*>(&hdr.x);
   const int2 sm0 = scale_min_k4(hdr, 2 * r), sm1 = scale_min_k4(hdr, 2 * r + 1);
+  // Both sub-blocks lie in one Q8_K block: one activation scale (a.x == c.x).
   const float2 a = __ldg(x.ds + xb), c = __ldg(x.ds + xb + 1);
-  return __low2float(dm) * (float(sm0.x) * a.x * float(dot_lo) + float(sm1.x) * c.x * float(dot_hi)) -
-         __high2float(dm) * (float(sm0.y) * a.y + float(sm1.y) * c.y);
+  const int isum = sm0.x * dot_lo + sm1.x * dot_hi, imin = sm0.y * int(a.y) + sm1.y * int(c.y);
+  return a.x * (__low2float(dm) * float(isum) - __high2float(dm) * float(imin));
 }
 
 template <>
@@ -237,9 +241,10 @@ struct Unit<DType::kQ6_K> {
       b0[i] = __vsub4(((l0 >> 4) & kLow4) | (((g0 >> shb) & 0x03030303u) << 4), 0x20202020u);
       b1[i] = __vsub4(((l1 >> 4) & kLow4) | (((g1 >> shb) & 0x03030303u) << 4), 0x20202020u);
     }
-    const float da = __ldg(x.ds + ea / 32).x, db = __ldg(x.ds + eb / 32).x;
-    return q.d * (da * float(q.sc[0] * dot16(a0, xa0, 0) + q.sc[1] * dot16(a1, xa1, 0)) +
-                  db * float(q.sc[2] * dot16(b0, xb0, 0) + q.sc[3] * dot16(b1, xb1, 0)));
+    const float dx = __ldg(x.ds + ea / 32).x;  // one Q8_K scale for the super-block
+    const int isum = q.sc[0] * dot16(a0, xa0, 0) + q.sc[1] * dot16(a1, xa1, 0) + q.sc[2] * dot16(b0, xb0, 0) +
+                     q.sc[3] * dot16(b1, xb1, 0);
+    return dx * q.d * float(isum);
   }
 };
 
