@@ -79,7 +79,8 @@ ReadResult read_message(bool interactive, std::string& message) {
       std::fflush(stdout);
     }
     const ReadResult r = read_line(line);
-    if (r != ReadResult::kLine) return (r == ReadResult::kEof && !message.empty()) ? ReadResult::kLine : r;
+    if (r != ReadResult::kLine)
+      return (r == ReadResult::kEof && !message.empty()) ? ReadResult::kLine : r;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (first && line == "\"\"\"") {
       block = true;
@@ -108,16 +109,17 @@ class ChatLoop {
   ChatLoop(const ChatOptions& o, api::Engine& engine, runtime::chat::ChatTemplate tmpl)
       : options_(o), engine_(engine), conversation_(std::move(tmpl), base_context(engine)) {
     // n_keep = -1: the first append of a conversation is the system part, kept on context shifts.
-    session_ = new_session_or_exit("chat", engine, {.n_ctx = o.model.ctx, .n_batch = o.model.batch, .n_keep = -1,
-                                                    .context_shift = true});
+    session_ = new_session_or_exit(
+        "chat", engine,
+        {.n_ctx = o.model.ctx, .n_batch = o.model.batch, .n_keep = -1, .context_shift = true});
     conversation_.set_system(o.system);
   }
 
   void run() {
     const bool interactive = ::isatty(STDIN_FILENO) != 0;
     if (interactive) {
-      fmt::print(stderr, "cera chat: {} on {}, context {} tokens. /help for commands.\n", options_.model.model,
-                 engine_.backend().name(), session_->n_ctx());
+      fmt::print(stderr, "cera chat: {} on {}, context {} tokens. /help for commands.\n",
+                 options_.model.model, engine_.backend().name(), session_->n_ctx());
     }
     std::string message;
     bool interrupted_once = false;
@@ -168,20 +170,25 @@ class ChatLoop {
     } else if (name == "/system") {
       conversation_.set_system(arg);
       restart();
-      fmt::print(stderr, "[system prompt {}; conversation cleared]\n", arg.empty() ? "removed" : "set");
+      fmt::print(stderr, "[system prompt {}; conversation cleared]\n",
+                 arg.empty() ? "removed" : "set");
     } else if (name == "/stats") {
       const runtime::SessionStats& s = session_->stats();
       fmt::print(stderr,
-                 "[stats: {} turns; prompt {} tokens in {:.1f} ms ({:.2f} tokens/s); generated {} tokens in {:.1f} ms "
+                 "[stats: {} turns; prompt {} tokens in {:.1f} ms ({:.2f} tokens/s); generated {} "
+                 "tokens in {:.1f} ms "
                  "({:.2f} tokens/s); context {}/{}; context shifts {}]\n",
                  n_turns_, s.n_prompt_tokens, s.prompt_seconds * 1e3,
                  s.n_prompt_tokens / std::max(s.prompt_seconds, 1e-9), s.n_generated_tokens,
-                 s.generation_seconds * 1e3, s.n_generated_tokens / std::max(s.generation_seconds, 1e-9),
+                 s.generation_seconds * 1e3,
+                 s.n_generated_tokens / std::max(s.generation_seconds, 1e-9),
                  session_->tokens().size(), session_->n_ctx(), s.n_context_shifts);
     } else if (name == "/help") {
       fmt::print(stderr,
-                 "/reset  forget the conversation\n/system TEXT  set the system prompt (clears the conversation)\n"
-                 "/stats  token counts and rates\n/quit  leave\nEnd a line with \\ to continue it; \"\"\" opens "
+                 "/reset  forget the conversation\n/system TEXT  set the system prompt (clears the "
+                 "conversation)\n"
+                 "/stats  token counts and rates\n/quit  leave\nEnd a line with \\ to continue it; "
+                 "\"\"\" opens "
                  "and closes a multi-line block. Ctrl-C stops a reply.\n");
     } else {
       fmt::print(stderr, "[unknown command {}; /help lists them]\n", name);
@@ -206,8 +213,10 @@ class ChatLoop {
     Status st;
     const std::string& text = prompt->text;
     if (prompt->system_size > 0) {  // the system part alone first: it becomes n_keep
-      st = session_->append_text(std::string_view(text).substr(0, prompt->system_size), false, true);
-      if (st.ok()) st = session_->append_text(std::string_view(text).substr(prompt->system_size), false, true);
+      st =
+          session_->append_text(std::string_view(text).substr(0, prompt->system_size), false, true);
+      if (st.ok())
+        st = session_->append_text(std::string_view(text).substr(prompt->system_size), false, true);
     } else {
       st = session_->append_text(text, false, true);
     }
@@ -219,11 +228,12 @@ class ChatLoop {
     const int64_t n_prompt = session_->stats().n_prompt_tokens - before.n_prompt_tokens;
     const double prompt_s = session_->stats().prompt_seconds - before.prompt_seconds;
     g_generating.store(session_.get());
-    auto result = session_->generate({.max_tokens = options_.n_predict, .sampling = options_.sampling},
-                                     [](std::string_view piece) {
-                                       std::fwrite(piece.data(), 1, piece.size(), stdout);
-                                       std::fflush(stdout);
-                                     });
+    auto result =
+        session_->generate({.max_tokens = options_.n_predict, .sampling = options_.sampling},
+                           [](std::string_view piece) {
+                             std::fwrite(piece.data(), 1, piece.size(), stdout);
+                             std::fflush(stdout);
+                           });
     g_generating.store(nullptr);
     std::fputc('\n', stdout);
     std::fflush(stdout);
@@ -237,11 +247,12 @@ class ChatLoop {
     ++n_turns_;
     const double gen_s = session_->stats().generation_seconds - before.generation_seconds;
     fmt::print(stderr,
-               "[turn {}: prompt {} new tokens ({} reused) {:.1f} tokens/s; reply {} tokens {:.1f} tokens/s; "
+               "[turn {}: prompt {} new tokens ({} reused) {:.1f} tokens/s; reply {} tokens {:.1f} "
+               "tokens/s; "
                "context {}/{}; stopped by {}]\n",
                n_turns_, n_prompt, reused, n_prompt / std::max(prompt_s, 1e-9), result->n_generated,
-               result->n_generated / std::max(gen_s, 1e-9), session_->tokens().size(), session_->n_ctx(),
-               runtime::stop_reason_name(result->reason));
+               result->n_generated / std::max(gen_s, 1e-9), session_->tokens().size(),
+               session_->n_ctx(), runtime::stop_reason_name(result->reason));
   }
 
   const ChatOptions& options_;
@@ -272,17 +283,20 @@ void run_chat(const ChatOptions& o) {
 }  // namespace
 
 void register_chat(CLI::App& app) {
-  auto* cmd = app.add_subcommand("chat", "Chat with a model using its chat template (interactive or piped)");
+  auto* cmd = app.add_subcommand(
+      "chat", "Chat with a model using its chat template (interactive or piped)");
   auto o = std::make_shared<ChatOptions>();
   add_model_options(cmd, o->model);
   cmd->add_option("--system", o->system, "system prompt");
-  cmd->add_option("-n,--n-predict", o->n_predict, "most tokens per reply")->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--n-predict", o->n_predict, "most tokens per reply")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--temp", o->sampling.temperature, "temperature (0: greedy)");
   cmd->add_option("--top-k", o->sampling.top_k, "top-k (0: off)");
   cmd->add_option("--top-p", o->sampling.top_p, "top-p (1: off)");
   cmd->add_option("--min-p", o->sampling.min_p, "min-p (0: off)");
   cmd->add_option("--repeat-penalty", o->sampling.repeat_penalty, "repetition penalty (1: off)");
-  cmd->add_option("--repeat-last-n", o->sampling.penalty_last_n, "tokens the penalties look back over");
+  cmd->add_option("--repeat-last-n", o->sampling.penalty_last_n,
+                  "tokens the penalties look back over");
   cmd->add_option("--frequency-penalty", o->sampling.frequency_penalty, "frequency penalty");
   cmd->add_option("--presence-penalty", o->sampling.presence_penalty, "presence penalty");
   cmd->add_option("--seed", o->sampling.seed, "random seed (same seed, same text)");

@@ -30,9 +30,27 @@ enum class ExprKind {
 
 enum class Op {
   kNone,
-  kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow, kConcat,
-  kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn,
-  kAnd, kOr, kNot, kNeg, kPos,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kMod,
+  kPow,
+  kConcat,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kIn,
+  kNotIn,
+  kAnd,
+  kOr,
+  kNot,
+  kNeg,
+  kPos,
 };
 
 struct Expr;
@@ -55,15 +73,15 @@ struct Expr {
 };
 
 enum class StmtKind {
-  kText,        // text
-  kOutput,      // {{ expr }}
-  kIf,          // branches (cond, body)...; else_body
-  kFor,         // {% for targets in expr [if filter] %} body {% else %} else_body
-  kSet,         // {% set targets = expr %} / {% set ns.attr = expr %} / {% set x %}body{% endset %}
-  kMacro,       // {% macro name(params) %} body
+  kText,    // text
+  kOutput,  // {{ expr }}
+  kIf,      // branches (cond, body)...; else_body
+  kFor,     // {% for targets in expr [if filter] %} body {% else %} else_body
+  kSet,     // {% set targets = expr %} / {% set ns.attr = expr %} / {% set x %}body{% endset %}
+  kMacro,   // {% macro name(params) %} body
   kBreak,
   kContinue,
-  kBlock,       // a plain body (e.g. transformers' {% generation %})
+  kBlock,  // a plain body (e.g. transformers' {% generation %})
 };
 
 struct Stmt;

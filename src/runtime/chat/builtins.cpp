@@ -67,14 +67,16 @@ Result<Value> affix_test(const std::string& s, const Value& what, bool prefix) {
     if (!o.is_string()) return invalid_argument("startswith/endswith need strings");
     const std::string& a = o.as_string();
     if (a.size() > s.size()) continue;
-    if (prefix ? s.compare(0, a.size(), a) == 0 : s.compare(s.size() - a.size(), a.size(), a) == 0) return Value(true);
+    if (prefix ? s.compare(0, a.size(), a) == 0 : s.compare(s.size() - a.size(), a.size(), a) == 0)
+      return Value(true);
   }
   return Value(false);
 }
 
-constexpr std::array kStringMethods = {"strip", "lstrip", "rstrip", "split", "startswith", "endswith", "upper",
-                                       "lower", "replace", "title", "capitalize", "find", "count", "join",
-                                       "splitlines", "isdigit", "isalpha", "isspace"};
+constexpr std::array kStringMethods = {"strip",      "lstrip",  "rstrip", "split",   "startswith",
+                                       "endswith",   "upper",   "lower",  "replace", "title",
+                                       "capitalize", "find",    "count",  "join",    "splitlines",
+                                       "isdigit",    "isalpha", "isspace"};
 constexpr std::array kDictMethods = {"get", "items", "keys", "values"};
 
 }  // namespace
@@ -101,9 +103,12 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
     }
     Array out;
     for (const auto& [k, v] : o.entries) {
-      if (name == "items") out.emplace_back(Array{Value(k), v});
-      else if (name == "keys") out.emplace_back(k);
-      else out.push_back(v);
+      if (name == "items")
+        out.emplace_back(Array{Value(k), v});
+      else if (name == "keys")
+        out.emplace_back(k);
+      else
+        out.push_back(v);
     }
     return Value(std::move(out));
   }
@@ -111,7 +116,8 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
   if (name == "strip") return Value(strip(s, arg(args, 0, "chars"), true, true));
   if (name == "lstrip") return Value(strip(s, arg(args, 0, "chars"), true, false));
   if (name == "rstrip") return Value(strip(s, arg(args, 0, "chars"), false, true));
-  if (name == "split") return split(s, arg(args, 0, "sep", Value::none()), arg(args, 1, "maxsplit"));
+  if (name == "split")
+    return split(s, arg(args, 0, "sep", Value::none()), arg(args, 1, "maxsplit"));
   if (name == "startswith") return affix_test(s, arg(args, 0, "prefix"), true);
   if (name == "endswith") return affix_test(s, arg(args, 0, "suffix"), false);
   if (name == "upper" || name == "lower" || name == "title" || name == "capitalize")
@@ -127,7 +133,9 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
     }
     if (sub.as_string().empty()) return Value(static_cast<int64_t>(utf8_chars(s).size() + 1));
     int64_t n = 0;
-    for (size_t p = s.find(sub.as_string()); p != std::string::npos; p = s.find(sub.as_string(), p + sub.as_string().size())) ++n;
+    for (size_t p = s.find(sub.as_string()); p != std::string::npos;
+         p = s.find(sub.as_string(), p + sub.as_string().size()))
+      ++n;
     return Value(n);
   }
   if (name == "join") {
@@ -193,7 +201,8 @@ Result<bool> apply_test(std::string_view name, const Value& v, const CallArgs& a
     return true;
   }
   if (name == "in") {
-    if (other.is_string()) return v.is_string() && other.as_string().find(v.as_string()) != std::string::npos;
+    if (other.is_string())
+      return v.is_string() && other.as_string().find(v.as_string()) != std::string::npos;
     if (other.is_object()) return v.is_string() && other.as_object().find(v.as_string()) != nullptr;
     if (other.is_array()) {
       for (const Value& e : other.as_array())
@@ -203,15 +212,18 @@ Result<bool> apply_test(std::string_view name, const Value& v, const CallArgs& a
     return invalid_argument("test 'in' needs a container");
   }
   if (name == "odd" || name == "even" || name == "divisibleby") {
-    if (k != ValueKind::kInt) return invalid_argument("test '" + std::string(name) + "' needs an integer");
+    if (k != ValueKind::kInt)
+      return invalid_argument("test '" + std::string(name) + "' needs an integer");
     if (name == "odd") return v.as_int() % 2 != 0;
     if (name == "even") return v.as_int() % 2 == 0;
-    if (other.kind() != ValueKind::kInt || other.as_int() == 0) return invalid_argument("divisibleby needs a non-zero int");
+    if (other.kind() != ValueKind::kInt || other.as_int() == 0)
+      return invalid_argument("divisibleby needs a non-zero int");
     return v.as_int() % other.as_int() == 0;
   }
-  if (name == "lt" || name == "le" || name == "gt" || name == "ge" || name == "<" || name == "<=" || name == ">" ||
-      name == ">=") {
-    if (!v.is_number() || !other.is_number()) return invalid_argument("comparison test needs numbers");
+  if (name == "lt" || name == "le" || name == "gt" || name == "ge" || name == "<" || name == "<=" ||
+      name == ">" || name == ">=") {
+    if (!v.is_number() || !other.is_number())
+      return invalid_argument("comparison test needs numbers");
     const double a = v.as_double(), b = other.as_double();
     if (name == "lt" || name == "<") return a < b;
     if (name == "le" || name == "<=") return a <= b;
@@ -224,55 +236,56 @@ Result<bool> apply_test(std::string_view name, const Value& v, const CallArgs& a
 Object make_globals(const std::tm& now) {
   Object g;
   g.set("raise_exception", Value::function([](const CallArgs& args) -> Result<Value> {
-    return invalid_argument("raise_exception: " + to_display_string(arg(args, 0, "message")));
-  }));
+          return invalid_argument("raise_exception: " + to_display_string(arg(args, 0, "message")));
+        }));
   g.set("strftime_now", Value::function([now](const CallArgs& args) -> Result<Value> {
-    const Value fmt = arg(args, 0, "format");
-    if (!fmt.is_string()) return invalid_argument("strftime_now needs a format string");
-    char buf[256];
-    const size_t n = std::strftime(buf, sizeof buf, fmt.as_string().c_str(), &now);
-    return Value(std::string(buf, n));
-  }));
+          const Value fmt = arg(args, 0, "format");
+          if (!fmt.is_string()) return invalid_argument("strftime_now needs a format string");
+          char buf[256];
+          const size_t n = std::strftime(buf, sizeof buf, fmt.as_string().c_str(), &now);
+          return Value(std::string(buf, n));
+        }));
   g.set("namespace", Value::function([](const CallArgs& args) -> Result<Value> {
-    Object ns;
-    ns.is_namespace = true;
-    for (const Value& p : args.positional) {
-      if (!p.is_object()) return invalid_argument("namespace() takes a dict or keyword arguments");
-      for (const auto& [k, v] : p.as_object().entries) ns.set(k, v);
-    }
-    for (const auto& [k, v] : args.keyword) ns.set(k, v);
-    return Value(std::move(ns));
-  }));
+          Object ns;
+          ns.is_namespace = true;
+          for (const Value& p : args.positional) {
+            if (!p.is_object())
+              return invalid_argument("namespace() takes a dict or keyword arguments");
+            for (const auto& [k, v] : p.as_object().entries) ns.set(k, v);
+          }
+          for (const auto& [k, v] : args.keyword) ns.set(k, v);
+          return Value(std::move(ns));
+        }));
   g.set("dict", Value::function([](const CallArgs& args) -> Result<Value> {
-    Object d;
-    for (const Value& p : args.positional) {
-      if (!p.is_object()) return invalid_argument("dict() takes a dict or keyword arguments");
-      for (const auto& [k, v] : p.as_object().entries) d.set(k, v);
-    }
-    for (const auto& [k, v] : args.keyword) d.set(k, v);
-    return Value(std::move(d));
-  }));
+          Object d;
+          for (const Value& p : args.positional) {
+            if (!p.is_object()) return invalid_argument("dict() takes a dict or keyword arguments");
+            for (const auto& [k, v] : p.as_object().entries) d.set(k, v);
+          }
+          for (const auto& [k, v] : args.keyword) d.set(k, v);
+          return Value(std::move(d));
+        }));
   g.set("range", Value::function([](const CallArgs& args) -> Result<Value> {
-    for (const Value& p : args.positional)
-      if (p.kind() != ValueKind::kInt) return invalid_argument("range() needs integers");
-    int64_t start = 0, stop = 0, step = 1;
-    if (args.positional.size() == 1) {
-      stop = args.positional[0].as_int();
-    } else if (args.positional.size() >= 2) {
-      start = args.positional[0].as_int();
-      stop = args.positional[1].as_int();
-      if (args.positional.size() >= 3) step = args.positional[2].as_int();
-    } else {
-      return invalid_argument("range() needs 1 to 3 arguments");
-    }
-    if (step == 0) return invalid_argument("range() step must not be zero");
-    Array out;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-      if (out.size() > 1000000) return invalid_argument("range() too long");
-      out.emplace_back(i);
-    }
-    return Value(std::move(out));
-  }));
+          for (const Value& p : args.positional)
+            if (p.kind() != ValueKind::kInt) return invalid_argument("range() needs integers");
+          int64_t start = 0, stop = 0, step = 1;
+          if (args.positional.size() == 1) {
+            stop = args.positional[0].as_int();
+          } else if (args.positional.size() >= 2) {
+            start = args.positional[0].as_int();
+            stop = args.positional[1].as_int();
+            if (args.positional.size() >= 3) step = args.positional[2].as_int();
+          } else {
+            return invalid_argument("range() needs 1 to 3 arguments");
+          }
+          if (step == 0) return invalid_argument("range() step must not be zero");
+          Array out;
+          for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+            if (out.size() > 1000000) return invalid_argument("range() too long");
+            out.emplace_back(i);
+          }
+          return Value(std::move(out));
+        }));
   return g;
 }
 
@@ -281,20 +294,22 @@ Object make_globals(const std::tm& now) {
 namespace cera::runtime::chat {
 
 bool is_filter_name(std::string_view name) {
-  static constexpr std::array kNames = {"safe", "string", "trim", "upper", "lower", "capitalize", "title", "replace",
-                                        "length", "count", "default", "d", "tojson", "first", "last", "join", "items",
-                                        "list", "reverse", "unique", "map", "select", "reject", "selectattr",
-                                        "rejectattr", "int", "float", "abs", "sum", "indent"};
+  static constexpr std::array kNames = {
+      "safe",       "string", "trim",    "upper",  "lower",  "capitalize", "title",  "replace",
+      "length",     "count",  "default", "d",      "tojson", "first",      "last",   "join",
+      "items",      "list",   "reverse", "unique", "map",    "select",     "reject", "selectattr",
+      "rejectattr", "int",    "float",   "abs",    "sum",    "indent"};
   for (std::string_view n : kNames)
     if (n == name) return true;
   return false;
 }
 
 bool is_test_name(std::string_view name) {
-  static constexpr std::array kNames = {"defined", "undefined", "none", "boolean", "true", "false", "integer",
-                                        "float", "number", "string", "mapping", "iterable", "sequence", "callable",
-                                        "sameas", "equalto", "eq", "ne", "lower", "upper", "in", "odd", "even",
-                                        "divisibleby", "lt", "le", "gt", "ge"};
+  static constexpr std::array kNames = {
+      "defined", "undefined", "none",        "boolean", "true",     "false",    "integer",
+      "float",   "number",    "string",      "mapping", "iterable", "sequence", "callable",
+      "sameas",  "equalto",   "eq",          "ne",      "lower",    "upper",    "in",
+      "odd",     "even",      "divisibleby", "lt",      "le",       "gt",       "ge"};
   for (std::string_view n : kNames)
     if (n == name) return true;
   return false;

@@ -17,7 +17,8 @@ namespace {
 
 Status check_expr(const Expr& e) {
   if (e.kind == ExprKind::kFilter && !is_filter_name(e.name))
-    return unsupported("chat template " + to_string(e.pos) + ": unsupported filter '" + e.name + "'");
+    return unsupported("chat template " + to_string(e.pos) + ": unsupported filter '" + e.name +
+                       "'");
   if (e.kind == ExprKind::kTest && !is_test_name(e.name))
     return unsupported("chat template " + to_string(e.pos) + ": unsupported test '" + e.name + "'");
   for (const ExprPtr& c : e.children)

@@ -21,10 +21,9 @@ struct ChatContext {
   bool add_generation_prompt = false;
   std::string bos_token;
   std::string eos_token;
-  Object extra;                     // extra template variables: enable_thinking, documents, ...
-  std::optional<std::tm> now;       // the local time strftime_now() formats; unset: the current time
+  Object extra;                // extra template variables: enable_thinking, documents, ...
+  std::optional<std::tm> now;  // the local time strftime_now() formats; unset: the current time
 };
-
 
 class ChatTemplate {
  public:

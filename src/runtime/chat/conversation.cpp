@@ -19,7 +19,9 @@ void Conversation::clear() {
   if (!system_.empty()) messages_.push_back(make_message("system", system_));
 }
 
-void Conversation::add_user(std::string text) { messages_.push_back(make_message("user", text)); }
+void Conversation::add_user(std::string text) {
+  messages_.push_back(make_message("user", text));
+}
 
 void Conversation::add_assistant(std::string text) {
   evaluated_ += text;

@@ -12,9 +12,11 @@
 namespace cera::runtime::chat {
 
 struct TurnPrompt {
-  std::string text;       // what to evaluate now (parse special tokens in it)
-  bool restart = false;   // history no longer matches: clear the KV cache, evaluate `text` (everything)
-  size_t system_size = 0; // when the whole rendering is sent: bytes of it that belong to the system part
+  std::string text;  // what to evaluate now (parse special tokens in it)
+  bool restart =
+      false;  // history no longer matches: clear the KV cache, evaluate `text` (everything)
+  size_t system_size =
+      0;  // when the whole rendering is sent: bytes of it that belong to the system part
 };
 
 class Conversation {

@@ -20,7 +20,9 @@ int64_t floor_div(int64_t a, int64_t b) {
 
 }  // namespace
 
-Evaluator::Evaluator(Object globals) { frames_.push_back(std::make_shared<Object>(std::move(globals))); }
+Evaluator::Evaluator(Object globals) {
+  frames_.push_back(std::make_shared<Object>(std::move(globals)));
+}
 
 Status Evaluator::error(SourcePos pos, const std::string& what) {
   return invalid_argument("chat template " + to_string(pos) + ": " + what);
@@ -38,7 +40,8 @@ Value Evaluator::lookup(const std::string& name) const {
   return Value();
 }
 
-Status Evaluator::assign_targets(const std::vector<std::string>& targets, const Value& value, SourcePos pos) {
+Status Evaluator::assign_targets(const std::vector<std::string>& targets, const Value& value,
+                                 SourcePos pos) {
   if (targets.size() == 1) {
     assign(targets[0], value);
     return ok_status();
@@ -55,7 +58,9 @@ Result<Evaluator::Flow> Evaluator::exec(const Body& body, std::string& out) {
   for (const StmtPtr& sp : body) {
     const Stmt& s = *sp;
     switch (s.kind) {
-      case StmtKind::kText: out += s.text; break;
+      case StmtKind::kText:
+        out += s.text;
+        break;
       case StmtKind::kOutput: {
         CERA_ASSIGN_OR_RETURN(Value v, eval(*s.expr));
         out += to_display_string(v);
@@ -79,10 +84,16 @@ Result<Evaluator::Flow> Evaluator::exec(const Body& body, std::string& out) {
         (void)flow;
         break;
       }
-      case StmtKind::kSet: CERA_RETURN_IF_ERROR(exec_set(s)); break;
-      case StmtKind::kMacro: assign(s.text, make_macro(s)); break;
-      case StmtKind::kBreak: return Flow::kBreak;
-      case StmtKind::kContinue: return Flow::kContinue;
+      case StmtKind::kSet:
+        CERA_RETURN_IF_ERROR(exec_set(s));
+        break;
+      case StmtKind::kMacro:
+        assign(s.text, make_macro(s));
+        break;
+      case StmtKind::kBreak:
+        return Flow::kBreak;
+      case StmtKind::kContinue:
+        return Flow::kContinue;
       case StmtKind::kBlock: {
         CERA_ASSIGN_OR_RETURN(Flow flow, exec(s.body, out));
         if (flow != Flow::kNormal) return flow;
@@ -127,9 +138,10 @@ Result<Evaluator::Flow> Evaluator::exec_for(const Stmt& s, std::string& out) {
     loop.set("previtem", i > 0 ? items[i - 1] : Value());
     loop.set("nextitem", i + 1 < n ? items[i + 1] : Value());
     loop.set("cycle", Value::function([i](const CallArgs& args) -> Result<Value> {
-      if (args.positional.empty()) return invalid_argument("loop.cycle() needs at least one value");
-      return args.positional[static_cast<size_t>(i) % args.positional.size()];
-    }));
+               if (args.positional.empty())
+                 return invalid_argument("loop.cycle() needs at least one value");
+               return args.positional[static_cast<size_t>(i) % args.positional.size()];
+             }));
     frames_.push_back(std::make_shared<Object>());
     frames_.back()->set("loop", Value(std::move(loop)));
     Status st = assign_targets(s.targets, items[i], s.pos);
@@ -163,10 +175,12 @@ Status Evaluator::exec_set(const Stmt& s) {
 Value Evaluator::make_macro(const Stmt& s) {
   const Stmt* macro = &s;
   return Value::function([this, macro](const CallArgs& args) -> Result<Value> {
-    if (call_depth_ >= kMaxCallDepth) return error(macro->pos, "macro recursion deeper than 200 calls");
+    if (call_depth_ >= kMaxCallDepth)
+      return error(macro->pos, "macro recursion deeper than 200 calls");
     if (args.positional.size() > macro->params.size())
-      return error(macro->pos, "macro '" + macro->text + "' takes " + std::to_string(macro->params.size()) +
-                                   " arguments, got " + std::to_string(args.positional.size()));
+      return error(macro->pos, "macro '" + macro->text + "' takes " +
+                                   std::to_string(macro->params.size()) + " arguments, got " +
+                                   std::to_string(args.positional.size()));
     // A macro sees the globals and its parameters, not the caller's locals.
     std::vector<Frame> saved = std::move(frames_);
     frames_ = {saved.front(), std::make_shared<Object>()};
@@ -179,7 +193,9 @@ Value Evaluator::make_macro(const Stmt& s) {
     for (const auto& [k, v] : args.keyword) {
       bool known = false;
       for (const MacroParam& p : macro->params) known = known || p.name == k;
-      if (!known) return finish(error(macro->pos, "macro '" + macro->text + "' has no parameter '" + k + "'"));
+      if (!known)
+        return finish(
+            error(macro->pos, "macro '" + macro->text + "' has no parameter '" + k + "'"));
     }
     for (size_t i = 0; i < macro->params.size(); ++i) {
       const MacroParam& p = macro->params[i];
@@ -207,8 +223,10 @@ Result<CallArgs> Evaluator::eval_args(const std::vector<Arg>& args) {
   CallArgs out;
   for (const Arg& a : args) {
     CERA_ASSIGN_OR_RETURN(Value v, eval(*a.value));
-    if (a.keyword.empty()) out.positional.push_back(std::move(v));
-    else out.keyword.emplace_back(a.keyword, std::move(v));
+    if (a.keyword.empty())
+      out.positional.push_back(std::move(v));
+    else
+      out.keyword.emplace_back(a.keyword, std::move(v));
   }
   return out;
 }
@@ -216,7 +234,8 @@ Result<CallArgs> Evaluator::eval_args(const std::vector<Arg>& args) {
 Result<Value> Evaluator::get_item(const Expr& e, const Value& object, const Value& key) {
   switch (object.kind()) {
     case ValueKind::kUndefined:
-      return error(e.pos, "cannot read " + (key.is_string() ? "'" + key.as_string() + "'" : to_repr(key)) +
+      return error(e.pos, "cannot read " +
+                              (key.is_string() ? "'" + key.as_string() + "'" : to_repr(key)) +
                               " of an undefined value");
     case ValueKind::kObject: {
       if (!key.is_string()) return Value();
@@ -233,16 +252,20 @@ Result<Value> Evaluator::get_item(const Expr& e, const Value& object, const Valu
       int64_t i = key.as_int();
       if (i < 0) i += n;
       if (i < 0 || i >= n) return Value();  // jinja2: out of range is undefined
-      return is_string ? Value(chars[static_cast<size_t>(i)]) : object.as_array()[static_cast<size_t>(i)];
+      return is_string ? Value(chars[static_cast<size_t>(i)])
+                       : object.as_array()[static_cast<size_t>(i)];
     }
-    default: return Value();
+    default:
+      return Value();
   }
 }
 
 Result<Value> Evaluator::eval(const Expr& e) {
   switch (e.kind) {
-    case ExprKind::kLiteral: return e.literal;
-    case ExprKind::kName: return lookup(e.name);
+    case ExprKind::kLiteral:
+      return e.literal;
+    case ExprKind::kName:
+      return lookup(e.name);
     case ExprKind::kGetAttr: {
       CERA_ASSIGN_OR_RETURN(Value object, eval(*e.children[0]));
       return get_item(e, object, Value(e.name));
@@ -266,7 +289,8 @@ Result<Value> Evaluator::eval(const Expr& e) {
       if (!r.ok()) return error(e.pos, r.status().message());
       return r;
     }
-    case ExprKind::kCall: return eval_call(e);
+    case ExprKind::kCall:
+      return eval_call(e);
     case ExprKind::kFilter: {
       CERA_ASSIGN_OR_RETURN(Value input, eval(*e.children[0]));
       CERA_ASSIGN_OR_RETURN(CallArgs args, eval_args(e.args));
@@ -284,12 +308,14 @@ Result<Value> Evaluator::eval(const Expr& e) {
     case ExprKind::kUnary: {
       CERA_ASSIGN_OR_RETURN(Value v, eval(*e.children[0]));
       if (e.op == Op::kNot) return Value(!v.truthy());
-      if (!v.is_number()) return error(e.pos, std::string("bad operand type for unary -/+: '") + v.type_name() + "'");
+      if (!v.is_number())
+        return error(e.pos, std::string("bad operand type for unary -/+: '") + v.type_name() + "'");
       if (e.op == Op::kPos) return v;
       if (v.kind() == ValueKind::kFloat) return Value(-v.as_double());
       return Value(-v.as_int());
     }
-    case ExprKind::kBinary: return eval_binary(e);
+    case ExprKind::kBinary:
+      return eval_binary(e);
     case ExprKind::kCondition: {
       CERA_ASSIGN_OR_RETURN(Value c, eval(*e.children[0]));
       if (c.truthy()) return eval(*e.children[1]);
@@ -310,7 +336,8 @@ Result<Value> Evaluator::eval(const Expr& e) {
       for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
         CERA_ASSIGN_OR_RETURN(Value k, eval(*e.children[i]));
         CERA_ASSIGN_OR_RETURN(Value v, eval(*e.children[i + 1]));
-        if (!k.is_string()) return error(e.children[i]->pos, "unsupported: dict keys other than strings");
+        if (!k.is_string())
+          return error(e.children[i]->pos, "unsupported: dict keys other than strings");
         o.set(k.as_string(), std::move(v));
       }
       return Value(std::move(o));
@@ -330,11 +357,13 @@ Result<Value> Evaluator::eval_call(const Expr& e) {
       return r;
     }
     if (!object.is_object() && !object.is_undefined())
-      return error(callee.pos, std::string("unsupported: method '") + callee.name + "' of " + object.type_name());
+      return error(callee.pos, std::string("unsupported: method '") + callee.name + "' of " +
+                                   object.type_name());
   }
   CERA_ASSIGN_OR_RETURN(Value f, eval(callee));
   if (f.kind() != ValueKind::kFunction) {
-    const std::string what = callee.kind == ExprKind::kName ? "'" + callee.name + "'" : "this value";
+    const std::string what =
+        callee.kind == ExprKind::kName ? "'" + callee.name + "'" : "this value";
     if (f.is_undefined()) return error(e.pos, what + " is undefined and cannot be called");
     return error(e.pos, what + " is not callable (" + f.type_name() + ")");
   }
@@ -354,14 +383,15 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
   if (e.op == Op::kOr) return a.truthy() ? a : eval(*e.children[1]);
   CERA_ASSIGN_OR_RETURN(Value b, eval(*e.children[1]));
   const auto type_error = [&](const char* op) {
-    return error(e.pos, std::string("unsupported operand types for ") + op + ": '" + a.type_name() + "' and '" +
-                            b.type_name() + "'");
+    return error(e.pos, std::string("unsupported operand types for ") + op + ": '" + a.type_name() +
+                            "' and '" + b.type_name() + "'");
   };
   const bool both_ints = (a.kind() == ValueKind::kInt || a.kind() == ValueKind::kBool) &&
                          (b.kind() == ValueKind::kInt || b.kind() == ValueKind::kBool);
   const bool both_numbers = a.is_number() && b.is_number();
   switch (e.op) {
-    case Op::kConcat: return Value(to_display_string(a) + to_display_string(b));
+    case Op::kConcat:
+      return Value(to_display_string(a) + to_display_string(b));
     case Op::kAdd:
       if (both_ints) return Value(a.as_int() + b.as_int());
       if (both_numbers) return Value(a.as_double() + b.as_double());
@@ -379,7 +409,8 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
     case Op::kMul:
       if (both_ints) return Value(a.as_int() * b.as_int());
       if (both_numbers) return Value(a.as_double() * b.as_double());
-      if ((a.is_string() && b.kind() == ValueKind::kInt) || (a.kind() == ValueKind::kInt && b.is_string())) {
+      if ((a.is_string() && b.kind() == ValueKind::kInt) ||
+          (a.kind() == ValueKind::kInt && b.is_string())) {
         const std::string& s = a.is_string() ? a.as_string() : b.as_string();
         const int64_t n = a.is_string() ? b.as_int() : a.as_int();
         std::string r;
@@ -410,17 +441,28 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
       }
       if (both_numbers) return Value(std::pow(a.as_double(), b.as_double()));
       return type_error("**");
-    case Op::kEq: return Value(a.equals(b));
-    case Op::kNe: return Value(!a.equals(b));
+    case Op::kEq:
+      return Value(a.equals(b));
+    case Op::kNe:
+      return Value(!a.equals(b));
     case Op::kLt:
     case Op::kLe:
     case Op::kGt:
     case Op::kGe: {
       int cmp = 0;
-      if (both_numbers) cmp = a.as_double() < b.as_double() ? -1 : a.as_double() > b.as_double() ? 1 : 0;
-      else if (a.is_string() && b.is_string()) cmp = a.as_string().compare(b.as_string());
-      else return type_error(e.op == Op::kLt ? "<" : e.op == Op::kLe ? "<=" : e.op == Op::kGt ? ">" : ">=");
-      const bool r = e.op == Op::kLt ? cmp < 0 : e.op == Op::kLe ? cmp <= 0 : e.op == Op::kGt ? cmp > 0 : cmp >= 0;
+      if (both_numbers)
+        cmp = a.as_double() < b.as_double() ? -1 : a.as_double() > b.as_double() ? 1 : 0;
+      else if (a.is_string() && b.is_string())
+        cmp = a.as_string().compare(b.as_string());
+      else
+        return type_error(e.op == Op::kLt   ? "<"
+                          : e.op == Op::kLe ? "<="
+                          : e.op == Op::kGt ? ">"
+                                            : ">=");
+      const bool r = e.op == Op::kLt   ? cmp < 0
+                     : e.op == Op::kLe ? cmp <= 0
+                     : e.op == Op::kGt ? cmp > 0
+                                       : cmp >= 0;
       return Value(r);
     }
     case Op::kIn:
@@ -434,22 +476,27 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
       } else if (b.is_array()) {
         for (const Value& v : b.as_array()) found = found || v.equals(a);
       } else if (!b.is_undefined()) {
-        return error(e.pos, std::string("argument of type '") + b.type_name() + "' is not iterable");
+        return error(e.pos,
+                     std::string("argument of type '") + b.type_name() + "' is not iterable");
       }
       return Value(found != (e.op == Op::kNotIn));
     }
-    default: return error(e.pos, "unknown operator");
+    default:
+      return error(e.pos, "unknown operator");
   }
 }
 
-Result<Value> slice_value(const Value& v, const Value& start, const Value& stop, const Value& step) {
+Result<Value> slice_value(const Value& v, const Value& start, const Value& stop,
+                          const Value& step) {
   const bool is_string = v.is_string();
-  if (!is_string && !v.is_array()) return invalid_argument(std::string("cannot slice a ") + v.type_name());
+  if (!is_string && !v.is_array())
+    return invalid_argument(std::string("cannot slice a ") + v.type_name());
   std::vector<std::string> chars;
   if (is_string) chars = utf8_chars(v.as_string());
   const auto n = static_cast<int64_t>(is_string ? chars.size() : v.as_array().size());
   for (const Value* b : {&start, &stop, &step})
-    if (!b->is_none() && b->kind() != ValueKind::kInt) return invalid_argument("slice indices must be integers");
+    if (!b->is_none() && b->kind() != ValueKind::kInt)
+      return invalid_argument("slice indices must be integers");
   const int64_t st = step.is_none() ? 1 : step.as_int();
   if (st == 0) return invalid_argument("slice step cannot be zero");
   // Python's PySlice_AdjustIndices.
@@ -469,8 +516,10 @@ Result<Value> slice_value(const Value& v, const Value& start, const Value& stop,
   std::string s;
   Array a;
   for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) {
-    if (is_string) s += chars[static_cast<size_t>(i)];
-    else a.push_back(v.as_array()[static_cast<size_t>(i)]);
+    if (is_string)
+      s += chars[static_cast<size_t>(i)];
+    else
+      a.push_back(v.as_array()[static_cast<size_t>(i)]);
   }
   return is_string ? Value(std::move(s)) : Value(std::move(a));
 }

@@ -18,7 +18,8 @@ Value arg(const CallArgs& args, size_t index, std::string_view name, Value fallb
 }
 
 Status type_error(std::string_view filter, const Value& input) {
-  return invalid_argument("filter '" + std::string(filter) + "' cannot take a " + input.type_name());
+  return invalid_argument("filter '" + std::string(filter) + "' cannot take a " +
+                          input.type_name());
 }
 
 std::string ascii_upper(std::string s) {
@@ -40,7 +41,8 @@ Value get_path(const Value& v, const std::string& path) {
     if (cur.is_object()) {
       const Value* next = cur.as_object().find(part);
       cur = next != nullptr ? *next : Value();
-    } else if (cur.is_array() && !part.empty() && std::isdigit(static_cast<unsigned char>(part[0]))) {
+    } else if (cur.is_array() && !part.empty() &&
+               std::isdigit(static_cast<unsigned char>(part[0]))) {
       const size_t i = std::stoul(part);
       cur = i < cur.as_array().size() ? cur.as_array()[i] : Value();
     } else {
@@ -65,9 +67,11 @@ Result<Value> filter_items(const Value& input, const CallArgs& args, bool by_att
   std::string test;
   CallArgs test_args;
   if (args.positional.size() > first) {
-    if (!args.positional[first].is_string()) return invalid_argument("the test name must be a string");
+    if (!args.positional[first].is_string())
+      return invalid_argument("the test name must be a string");
     test = args.positional[first].as_string();
-    test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(first + 1), args.positional.end());
+    test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(first + 1),
+                                args.positional.end());
   }
   Array out;
   for (const Value& item : items) {
@@ -90,7 +94,8 @@ std::string python_strip(const std::string& s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to,
+                        int64_t count) {
   std::string out;
   if (from.empty()) {  // Python inserts `to` around every character
     const auto chars = utf8_chars(s);
@@ -123,8 +128,10 @@ std::string replace_all(const std::string& s, const std::string& from, const std
 
 Result<Array> iterate(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::kUndefined: return Array{};
-    case ValueKind::kArray: return v.as_array();
+    case ValueKind::kUndefined:
+      return Array{};
+    case ValueKind::kArray:
+      return v.as_array();
     case ValueKind::kObject: {
       Array keys;
       for (const auto& [k, e] : v.as_object().entries) keys.emplace_back(k);
@@ -135,7 +142,8 @@ Result<Array> iterate(const Value& v) {
       for (std::string& c : utf8_chars(v.as_string())) chars.emplace_back(std::move(c));
       return chars;
     }
-    default: return invalid_argument(std::string("'") + v.type_name() + "' object is not iterable");
+    default:
+      return invalid_argument(std::string("'") + v.type_name() + "' object is not iterable");
   }
 }
 
@@ -155,8 +163,12 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     }
     return Value(python_strip(input.as_string()));
   }
-  if (name == "upper") return need_string().ok() ? Value(ascii_upper(input.as_string())) : Result<Value>(type_error(name, input));
-  if (name == "lower") return need_string().ok() ? Value(ascii_lower(input.as_string())) : Result<Value>(type_error(name, input));
+  if (name == "upper")
+    return need_string().ok() ? Value(ascii_upper(input.as_string()))
+                              : Result<Value>(type_error(name, input));
+  if (name == "lower")
+    return need_string().ok() ? Value(ascii_lower(input.as_string()))
+                              : Result<Value>(type_error(name, input));
   if (name == "capitalize") {
     CERA_RETURN_IF_ERROR(need_string());
     std::string s = ascii_lower(input.as_string());
@@ -170,15 +182,18 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     for (char& c : s) {
       const auto u = static_cast<unsigned char>(c);
       c = static_cast<char>(start ? std::toupper(u) : std::tolower(u));
-      start = std::isspace(u) || c == '-' || c == '(' || c == '[' || c == '{' || c == '<' || c == '_';
+      start =
+          std::isspace(u) || c == '-' || c == '(' || c == '[' || c == '{' || c == '<' || c == '_';
     }
     return Value(std::move(s));
   }
   if (name == "replace") {
     CERA_RETURN_IF_ERROR(need_string());
-    const Value from = arg(args, 0, "old"), to = arg(args, 1, "new"), count = arg(args, 2, "count", Value::none());
+    const Value from = arg(args, 0, "old"), to = arg(args, 1, "new"),
+                count = arg(args, 2, "count", Value::none());
     if (!from.is_string() || !to.is_string()) return invalid_argument("replace needs two strings");
-    return Value(replace_all(input.as_string(), from.as_string(), to.as_string(), count.is_none() ? -1 : count.as_int()));
+    return Value(replace_all(input.as_string(), from.as_string(), to.as_string(),
+                             count.is_none() ? -1 : count.as_int()));
   }
   if (name == "length" || name == "count") {
     if (input.is_string()) return Value(static_cast<int64_t>(utf8_chars(input.as_string()).size()));
@@ -189,13 +204,17 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
   }
   if (name == "default" || name == "d") {
     const bool boolean = arg(args, 1, "boolean", Value(false)).truthy();
-    if (input.is_undefined() || (boolean && !input.truthy())) return arg(args, 0, "default_value", Value(""));
+    if (input.is_undefined() || (boolean && !input.truthy()))
+      return arg(args, 0, "default_value", Value(""));
     return input;
   }
   if (name == "tojson") {
     const Value indent = arg(args, 0, "indent", Value::none());
-    if (!indent.is_none() && indent.kind() != ValueKind::kInt) return invalid_argument("tojson: indent must be an int");
-    CERA_ASSIGN_OR_RETURN(std::string json, to_json(input, indent.is_none() ? -1 : static_cast<int>(indent.as_int())));
+    if (!indent.is_none() && indent.kind() != ValueKind::kInt)
+      return invalid_argument("tojson: indent must be an int");
+    CERA_ASSIGN_OR_RETURN(
+        std::string json,
+        to_json(input, indent.is_none() ? -1 : static_cast<int>(indent.as_int())));
     return Value(std::move(json));
   }
   if (name == "first" || name == "last") {
@@ -210,7 +229,8 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
       if (i > 0) out += to_display_string(sep);
-      out += to_display_string(attribute.is_string() ? get_path(items[i], attribute.as_string()) : items[i]);
+      out += to_display_string(attribute.is_string() ? get_path(items[i], attribute.as_string())
+                                                     : items[i]);
     }
     return Value(std::move(out));
   }
@@ -240,7 +260,8 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     CERA_ASSIGN_OR_RETURN(Array items, iterate(input));
     Array out;
     for (const Value& v : items)
-      if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return o.equals(v); })) out.push_back(v);
+      if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return o.equals(v); }))
+        out.push_back(v);
     return Value(std::move(out));
   }
   if (name == "map") {
@@ -254,7 +275,8 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
       }
       return Value(std::move(out));
     }
-    if (args.positional.empty() || !args.positional[0].is_string()) return invalid_argument("map needs a filter name or attribute=");
+    if (args.positional.empty() || !args.positional[0].is_string())
+      return invalid_argument("map needs a filter name or attribute=");
     CallArgs rest;
     rest.positional.assign(args.positional.begin() + 1, args.positional.end());
     rest.keyword = args.keyword;
@@ -310,8 +332,10 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     for (const Value& v0 : items) {
       const Value v = attribute.is_string() ? get_path(v0, attribute.as_string()) : v0;
       if (!v.is_number() || !total.is_number()) return invalid_argument("sum needs numbers");
-      if (v.kind() == ValueKind::kFloat || total.kind() == ValueKind::kFloat) total = Value(total.as_double() + v.as_double());
-      else total = Value(total.as_int() + v.as_int());
+      if (v.kind() == ValueKind::kFloat || total.kind() == ValueKind::kFloat)
+        total = Value(total.as_double() + v.as_double());
+      else
+        total = Value(total.as_int() + v.as_int());
     }
     return total;
   }
@@ -320,14 +344,17 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     const Value width = arg(args, 0, "width", Value(int64_t{4}));
     const bool first = arg(args, 1, "first", Value(false)).truthy();
     const bool blank = arg(args, 2, "blank", Value(false)).truthy();
-    const std::string pad = width.is_string() ? width.as_string() : std::string(static_cast<size_t>(width.as_int()), ' ');
+    const std::string pad = width.is_string()
+                                ? width.as_string()
+                                : std::string(static_cast<size_t>(width.as_int()), ' ');
     std::string out;
     const std::string& s = input.as_string();
     size_t start = 0;
     bool first_line = true;
     while (start <= s.size()) {
       const size_t nl = s.find('\n', start);
-      const std::string line = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+      const std::string line =
+          s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
       if (!first_line) out += '\n';
       if ((first_line ? first : true) && (blank || !python_strip(line).empty())) out += pad;
       out += line;

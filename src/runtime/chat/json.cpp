@@ -13,13 +13,27 @@ void write_json_string(const std::string& s, std::string& out) {
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           char b[8];
@@ -40,17 +54,28 @@ Status write_json(const Value& v, int indent, int depth, std::string& out) {
   };
   const char* item_sep = indent < 0 ? ", " : ",";
   switch (v.kind()) {
-    case ValueKind::kNone: out += "null"; return ok_status();
-    case ValueKind::kBool: out += v.as_bool() ? "true" : "false"; return ok_status();
-    case ValueKind::kInt: out += std::to_string(v.as_int()); return ok_status();
+    case ValueKind::kNone:
+      out += "null";
+      return ok_status();
+    case ValueKind::kBool:
+      out += v.as_bool() ? "true" : "false";
+      return ok_status();
+    case ValueKind::kInt:
+      out += std::to_string(v.as_int());
+      return ok_status();
     case ValueKind::kFloat: {
       const double d = v.as_double();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
-      else out += python_float_repr(d);
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d > 0 ? "Infinity" : "-Infinity";
+      else
+        out += python_float_repr(d);
       return ok_status();
     }
-    case ValueKind::kString: write_json_string(v.as_string(), out); return ok_status();
+    case ValueKind::kString:
+      write_json_string(v.as_string(), out);
+      return ok_status();
     case ValueKind::kArray: {
       const Array& a = v.as_array();
       if (a.empty()) {
@@ -69,7 +94,8 @@ Status write_json(const Value& v, int indent, int depth, std::string& out) {
     }
     case ValueKind::kObject: {
       const Object& o = v.as_object();
-      if (o.is_namespace) return invalid_argument("Object of type Namespace is not JSON serializable");
+      if (o.is_namespace)
+        return invalid_argument("Object of type Namespace is not JSON serializable");
       if (o.entries.empty()) {
         out += "{}";
         return ok_status();
@@ -88,8 +114,10 @@ Status write_json(const Value& v, int indent, int depth, std::string& out) {
       out += '}';
       return ok_status();
     }
-    case ValueKind::kUndefined: return invalid_argument("Object of type Undefined is not JSON serializable");
-    case ValueKind::kFunction: return invalid_argument("Object of type function is not JSON serializable");
+    case ValueKind::kUndefined:
+      return invalid_argument("Object of type Undefined is not JSON serializable");
+    case ValueKind::kFunction:
+      return invalid_argument("Object of type function is not JSON serializable");
   }
   return ok_status();
 }
@@ -110,7 +138,9 @@ class JsonParser {
     return invalid_argument("JSON: " + what + " at offset " + std::to_string(pos_));
   }
   void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t'))
+      ++pos_;
   }
   bool consume(std::string_view word) {
     if (s_.substr(pos_, word.size()) != word) return false;
@@ -208,14 +238,30 @@ class JsonParser {
       if (pos_ >= s_.size()) break;
       const char e = s_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           CERA_ASSIGN_OR_RETURN(uint32_t cp, parse_hex4());
           if (cp >= 0xD800 && cp < 0xDC00 && consume("\\u")) {
@@ -225,7 +271,8 @@ class JsonParser {
           append_utf8(cp, out);
           break;
         }
-        default: return error(std::string("bad escape \\") + e);
+        default:
+          return error(std::string("bad escape \\") + e);
       }
     }
     return error("unterminated string");
@@ -237,8 +284,10 @@ class JsonParser {
     if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
     while (pos_ < s_.size()) {
       const char c = s_[pos_];
-      if (c == '.' || c == 'e' || c == 'E' || c == '+' || (c == '-' && pos_ > start)) is_float = true;
-      else if (c < '0' || c > '9') break;
+      if (c == '.' || c == 'e' || c == 'E' || c == '+' || (c == '-' && pos_ > start))
+        is_float = true;
+      else if (c < '0' || c > '9')
+        break;
       ++pos_;
     }
     const std::string_view t = s_.substr(start, pos_ - start);
@@ -266,6 +315,8 @@ Result<std::string> to_json(const Value& v, int indent) {
   return out;
 }
 
-Result<Value> parse_json(std::string_view text) { return JsonParser(text).parse_document(); }
+Result<Value> parse_json(std::string_view text) {
+  return JsonParser(text).parse_document();
+}
 
 }  // namespace cera::runtime::chat

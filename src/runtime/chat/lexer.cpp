@@ -7,11 +7,15 @@
 
 namespace cera::runtime::chat {
 
-std::string to_string(SourcePos pos) { return std::to_string(pos.line) + ":" + std::to_string(pos.column); }
+std::string to_string(SourcePos pos) {
+  return std::to_string(pos.line) + ":" + std::to_string(pos.column);
+}
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 class Lexer {
  public:
@@ -52,7 +56,8 @@ class Lexer {
  private:
   size_t find_tag(size_t from) const {
     for (size_t i = from; i + 1 < src_.size(); ++i) {
-      if (src_[i] == '{' && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#')) return i;
+      if (src_[i] == '{' && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#'))
+        return i;
     }
     return src_.size();
   }
@@ -103,7 +108,8 @@ class Lexer {
     int depth = 0;
     while (true) {
       while (pos_ < src_.size() && is_space(src_[pos_])) ++pos_;
-      if (pos_ >= src_.size()) return error(start, std::string("unterminated ") + (is_expr ? "{{" : "{%"));
+      if (pos_ >= src_.size())
+        return error(start, std::string("unterminated ") + (is_expr ? "{{" : "{%"));
       const char c = src_[pos_];
       // Closing tag (only outside brackets so `{{ {'a': {'b': 1}} }}` works).
       if (depth == 0) {
@@ -112,7 +118,8 @@ class Lexer {
         const bool plus = c == '+';
         if (strip || plus) ++p;
         if (p + 1 < src_.size() && src_[p] == close && src_[p + 1] == '}') {
-          tokens_.push_back({is_expr ? TokenKind::kExprEnd : TokenKind::kStmtEnd, "", pos_at(pos_)});
+          tokens_.push_back(
+              {is_expr ? TokenKind::kExprEnd : TokenKind::kStmtEnd, "", pos_at(pos_)});
           pos_ = p + 2;
           after_close(strip, !is_expr && !plus);
           return ok_status();
@@ -120,12 +127,18 @@ class Lexer {
       }
       const size_t tok_start = pos_;
       if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-        while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) ++pos_;
-        tokens_.push_back({TokenKind::kName, std::string(src_.substr(tok_start, pos_ - tok_start)), pos_at(tok_start)});
+        while (pos_ < src_.size() &&
+               (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_'))
+          ++pos_;
+        tokens_.push_back({TokenKind::kName, std::string(src_.substr(tok_start, pos_ - tok_start)),
+                           pos_at(tok_start)});
       } else if (std::isdigit(static_cast<unsigned char>(c))) {
         bool is_float = false;
-        while (pos_ < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) ++pos_;
-        if (pos_ + 1 < src_.size() && src_[pos_] == '.' && std::isdigit(static_cast<unsigned char>(src_[pos_ + 1]))) {
+        while (pos_ < src_.size() &&
+               (std::isdigit(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_'))
+          ++pos_;
+        if (pos_ + 1 < src_.size() && src_[pos_] == '.' &&
+            std::isdigit(static_cast<unsigned char>(src_[pos_ + 1]))) {
           is_float = true;
           ++pos_;
           while (pos_ < src_.size() && std::isdigit(static_cast<unsigned char>(src_[pos_]))) ++pos_;
@@ -137,7 +150,8 @@ class Lexer {
           if (p < src_.size() && std::isdigit(static_cast<unsigned char>(src_[p]))) {
             is_float = true;
             pos_ = p;
-            while (pos_ < src_.size() && std::isdigit(static_cast<unsigned char>(src_[pos_]))) ++pos_;
+            while (pos_ < src_.size() && std::isdigit(static_cast<unsigned char>(src_[pos_])))
+              ++pos_;
           }
         }
         std::string t;
@@ -196,18 +210,41 @@ class Lexer {
       }
       const char e = src_[pos_++];
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case '\n': break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case '0': out += '\0'; break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case '\n':
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case '0':
+          out += '\0';
+          break;
         case 'x':
         case 'u':
         case 'U': {
@@ -216,8 +253,11 @@ class Lexer {
           uint32_t cp = 0;
           for (size_t i = 0; i < n; ++i) {
             const char h = src_[pos_ + i];
-            if (!std::isxdigit(static_cast<unsigned char>(h))) return error(start, "bad escape in string literal");
-            cp = cp * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
+            if (!std::isxdigit(static_cast<unsigned char>(h)))
+              return error(start, "bad escape in string literal");
+            cp = cp * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h))
+                                                     ? h - '0'
+                                                     : (std::tolower(h) - 'a' + 10));
           }
           pos_ += n;
           append_utf8(cp, out);

@@ -18,10 +18,10 @@ enum class TokenKind {
   kStmtBegin,  // {%
   kStmtEnd,    // %}
   kName,
-  kString,     // text holds the unescaped value
+  kString,  // text holds the unescaped value
   kInt,
   kFloat,
-  kOperator,   // text holds the operator: + - * / // % ** ~ == != < > <= >= = ( ) [ ] { } , . : |
+  kOperator,  // text holds the operator: + - * / // % ** ~ == != < > <= >= = ( ) [ ] { } , . : |
   kEnd,
 };
 

@@ -44,11 +44,16 @@ class Parser {
   std::string found() const {
     const Token& t = peek();
     switch (t.kind) {
-      case TokenKind::kEnd: return ", found the end of the template";
-      case TokenKind::kStmtEnd: return ", found '%}'";
-      case TokenKind::kExprEnd: return ", found '}}'";
-      case TokenKind::kText: return ", found text";
-      default: return ", found '" + t.text + "'";
+      case TokenKind::kEnd:
+        return ", found the end of the template";
+      case TokenKind::kStmtEnd:
+        return ", found '%}'";
+      case TokenKind::kExprEnd:
+        return ", found '}}'";
+      case TokenKind::kText:
+        return ", found text";
+      default:
+        return ", found '" + t.text + "'";
     }
   }
   Result<std::string> expect_name() {
@@ -91,7 +96,8 @@ class Parser {
         body.push_back(std::move(s));
       } else if (t.kind == TokenKind::kStmtBegin) {
         const Token& name = peek(1);
-        if (name.kind != TokenKind::kName) return error_at(name, "expected a statement name" + found());
+        if (name.kind != TokenKind::kName)
+          return error_at(name, "expected a statement name" + found());
         if (std::find(ends.begin(), ends.end(), name.text) != ends.end()) {
           ended_by = name.text;
           i_ += 2;
@@ -159,7 +165,8 @@ class Parser {
         CERA_RETURN_IF_ERROR(parse_targets(s->targets));
       }
       if (peek().kind == TokenKind::kStmtEnd) {  // block set: {% set x %}...{% endset %}
-        if (!s->attribute.empty() || s->targets.size() != 1) return error_at(peek(), "block set needs one name");
+        if (!s->attribute.empty() || s->targets.size() != 1)
+          return error_at(peek(), "block set needs one name");
         ++i_;
         CERA_ASSIGN_OR_RETURN(s->body, parse_body({"endset"}, ended_by));
         CERA_RETURN_IF_ERROR(expect_stmt_end());
@@ -298,14 +305,22 @@ class Parser {
     while (true) {
       const SourcePos pos = peek().pos;
       Op op = Op::kNone;
-      if (at_op("==")) op = Op::kEq;
-      else if (at_op("!=")) op = Op::kNe;
-      else if (at_op("<")) op = Op::kLt;
-      else if (at_op("<=")) op = Op::kLe;
-      else if (at_op(">")) op = Op::kGt;
-      else if (at_op(">=")) op = Op::kGe;
-      else if (at_name("in")) op = Op::kIn;
-      else if (at_name("not") && at_name("in", 1)) op = Op::kNotIn;
+      if (at_op("=="))
+        op = Op::kEq;
+      else if (at_op("!="))
+        op = Op::kNe;
+      else if (at_op("<"))
+        op = Op::kLt;
+      else if (at_op("<="))
+        op = Op::kLe;
+      else if (at_op(">"))
+        op = Op::kGt;
+      else if (at_op(">="))
+        op = Op::kGe;
+      else if (at_name("in"))
+        op = Op::kIn;
+      else if (at_name("not") && at_name("in", 1))
+        op = Op::kNotIn;
       if (op == Op::kNone) return e;
       i_ += op == Op::kNotIn ? 2 : 1;
       CERA_ASSIGN_OR_RETURN(ExprPtr r, parse_math1());
@@ -337,7 +352,10 @@ class Parser {
     CERA_ASSIGN_OR_RETURN(ExprPtr e, parse_pow());
     while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
       const Token& t = next();
-      const Op op = t.text == "*" ? Op::kMul : t.text == "/" ? Op::kDiv : t.text == "//" ? Op::kFloorDiv : Op::kMod;
+      const Op op = t.text == "*"    ? Op::kMul
+                    : t.text == "/"  ? Op::kDiv
+                    : t.text == "//" ? Op::kFloorDiv
+                                     : Op::kMod;
       CERA_ASSIGN_OR_RETURN(ExprPtr r, parse_pow());
       e = binary(op, t.pos, std::move(e), std::move(r));
     }
@@ -376,9 +394,12 @@ class Parser {
       case TokenKind::kName: {
         ++i_;
         ExprPtr e = make(ExprKind::kLiteral, t.pos);
-        if (t.text == "true" || t.text == "True") e->literal = Value(true);
-        else if (t.text == "false" || t.text == "False") e->literal = Value(false);
-        else if (t.text == "none" || t.text == "None") e->literal = Value::none();
+        if (t.text == "true" || t.text == "True")
+          e->literal = Value(true);
+        else if (t.text == "false" || t.text == "False")
+          e->literal = Value(false);
+        else if (t.text == "none" || t.text == "None")
+          e->literal = Value::none();
         else {
           e->kind = ExprKind::kName;
           e->name = t.text;
@@ -413,7 +434,8 @@ class Parser {
         if (t.text == "[") return parse_list();
         if (t.text == "{") return parse_dict();
         break;
-      default: break;
+      default:
+        break;
     }
     return error_at(t, "expected an expression" + found());
   }
@@ -559,12 +581,14 @@ class Parser {
           t->negated = true;
         }
         // Test names may be keywords (none, true, false).
-        if (peek().kind != TokenKind::kName) return error_at(peek(), "expected a test name" + found());
+        if (peek().kind != TokenKind::kName)
+          return error_at(peek(), "expected a test name" + found());
         t->name = next().text;
         if (at_op("(")) {
           CERA_RETURN_IF_ERROR(parse_call_args(t->args));
-        } else if ((peek().kind == TokenKind::kName && !at_name("else") && !at_name("or") && !at_name("and") &&
-                    !at_name("if") && !at_name("in") && !at_name("is") && !at_name("not")) ||
+        } else if ((peek().kind == TokenKind::kName && !at_name("else") && !at_name("or") &&
+                    !at_name("and") && !at_name("if") && !at_name("in") && !at_name("is") &&
+                    !at_name("not")) ||
                    peek().kind == TokenKind::kString || peek().kind == TokenKind::kInt ||
                    peek().kind == TokenKind::kFloat || at_op("[") || at_op("{")) {
           // `x is equalto 'y'`, `x is divisibleby 3`: one argument without parentheses.
@@ -587,6 +611,8 @@ class Parser {
 
 }  // namespace
 
-Result<Body> parse_template(const std::vector<Token>& tokens) { return Parser(tokens).parse_all(); }
+Result<Body> parse_template(const std::vector<Token>& tokens) {
+  return Parser(tokens).parse_all();
+}
 
 }  // namespace cera::runtime::chat

@@ -43,7 +43,8 @@ Value Value::none() {
 Value::Value(bool b) : kind_(ValueKind::kBool), b_(b), i_(b ? 1 : 0) {}
 Value::Value(int64_t i) : kind_(ValueKind::kInt), i_(i) {}
 Value::Value(double d) : kind_(ValueKind::kFloat), d_(d) {}
-Value::Value(std::string s) : kind_(ValueKind::kString), s_(std::make_shared<const std::string>(std::move(s))) {}
+Value::Value(std::string s)
+    : kind_(ValueKind::kString), s_(std::make_shared<const std::string>(std::move(s))) {}
 Value::Value(Array a) : kind_(ValueKind::kArray), a_(std::make_shared<Array>(std::move(a))) {}
 Value::Value(Object o) : kind_(ValueKind::kObject), o_(std::make_shared<Object>(std::move(o))) {}
 
@@ -57,28 +58,39 @@ Value Value::function(Function f) {
 bool Value::truthy() const {
   switch (kind_) {
     case ValueKind::kUndefined:
-    case ValueKind::kNone: return false;
-    case ValueKind::kBool: return b_;
-    case ValueKind::kInt: return i_ != 0;
-    case ValueKind::kFloat: return d_ != 0;
-    case ValueKind::kString: return !s_->empty();
-    case ValueKind::kArray: return !a_->empty();
-    case ValueKind::kObject: return !o_->entries.empty();
-    case ValueKind::kFunction: return true;
+    case ValueKind::kNone:
+      return false;
+    case ValueKind::kBool:
+      return b_;
+    case ValueKind::kInt:
+      return i_ != 0;
+    case ValueKind::kFloat:
+      return d_ != 0;
+    case ValueKind::kString:
+      return !s_->empty();
+    case ValueKind::kArray:
+      return !a_->empty();
+    case ValueKind::kObject:
+      return !o_->entries.empty();
+    case ValueKind::kFunction:
+      return true;
   }
   return false;
 }
 
 bool Value::equals(const Value& other) const {
   if (is_number() && other.is_number()) {
-    if (kind_ == ValueKind::kFloat || other.kind_ == ValueKind::kFloat) return as_double() == other.as_double();
+    if (kind_ == ValueKind::kFloat || other.kind_ == ValueKind::kFloat)
+      return as_double() == other.as_double();
     return i_ == other.i_;
   }
   if (kind_ != other.kind_) return false;
   switch (kind_) {
     case ValueKind::kUndefined:
-    case ValueKind::kNone: return true;
-    case ValueKind::kString: return *s_ == *other.s_;
+    case ValueKind::kNone:
+      return true;
+    case ValueKind::kString:
+      return *s_ == *other.s_;
     case ValueKind::kArray: {
       if (a_->size() != other.a_->size()) return false;
       for (size_t i = 0; i < a_->size(); ++i)
@@ -93,22 +105,33 @@ bool Value::equals(const Value& other) const {
       }
       return true;
     }
-    case ValueKind::kFunction: return f_ == other.f_;
-    default: return false;
+    case ValueKind::kFunction:
+      return f_ == other.f_;
+    default:
+      return false;
   }
 }
 
 const char* Value::type_name() const {
   switch (kind_) {
-    case ValueKind::kUndefined: return "undefined";
-    case ValueKind::kNone: return "NoneType";
-    case ValueKind::kBool: return "bool";
-    case ValueKind::kInt: return "int";
-    case ValueKind::kFloat: return "float";
-    case ValueKind::kString: return "str";
-    case ValueKind::kArray: return "list";
-    case ValueKind::kObject: return o_->is_namespace ? "Namespace" : "dict";
-    case ValueKind::kFunction: return "function";
+    case ValueKind::kUndefined:
+      return "undefined";
+    case ValueKind::kNone:
+      return "NoneType";
+    case ValueKind::kBool:
+      return "bool";
+    case ValueKind::kInt:
+      return "int";
+    case ValueKind::kFloat:
+      return "float";
+    case ValueKind::kString:
+      return "str";
+    case ValueKind::kArray:
+      return "list";
+    case ValueKind::kObject:
+      return o_->is_namespace ? "Namespace" : "dict";
+    case ValueKind::kFunction:
+      return "function";
   }
   return "?";
 }
@@ -156,11 +179,16 @@ std::string string_repr(const std::string& s) {
   const char q = dq ? '"' : '\'';
   std::string out(1, q);
   for (unsigned char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == static_cast<unsigned char>(q)) out += std::string("\\") + static_cast<char>(q);
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == static_cast<unsigned char>(q))
+      out += std::string("\\") + static_cast<char>(q);
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
     else if (c < 0x20 || c == 0x7f) {
       char b[8];
       std::snprintf(b, sizeof b, "\\x%02x", c);
@@ -177,7 +205,8 @@ std::string string_repr(const std::string& s) {
 
 std::string to_repr(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::kString: return string_repr(v.as_string());
+    case ValueKind::kString:
+      return string_repr(v.as_string());
     case ValueKind::kArray: {
       std::string out = "[";
       bool first = true;
@@ -199,20 +228,29 @@ std::string to_repr(const Value& v) {
       }
       return out + "}";
     }
-    default: return to_display_string(v);
+    default:
+      return to_display_string(v);
   }
 }
 
 std::string to_display_string(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::kUndefined: return "";
-    case ValueKind::kNone: return "None";
-    case ValueKind::kBool: return v.as_bool() ? "True" : "False";
-    case ValueKind::kInt: return std::to_string(v.as_int());
-    case ValueKind::kFloat: return python_float_repr(v.as_double());
-    case ValueKind::kString: return v.as_string();
-    case ValueKind::kFunction: return "<function>";
-    default: return to_repr(v);
+    case ValueKind::kUndefined:
+      return "";
+    case ValueKind::kNone:
+      return "None";
+    case ValueKind::kBool:
+      return v.as_bool() ? "True" : "False";
+    case ValueKind::kInt:
+      return std::to_string(v.as_int());
+    case ValueKind::kFloat:
+      return python_float_repr(v.as_double());
+    case ValueKind::kString:
+      return v.as_string();
+    case ValueKind::kFunction:
+      return "<function>";
+    default:
+      return to_repr(v);
   }
 }
 

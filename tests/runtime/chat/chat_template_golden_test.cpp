@@ -13,7 +13,9 @@
 namespace cera::runtime::chat {
 namespace {
 
-std::filesystem::path fixture_dir() { return test::source_dir() / "tests" / "fixtures" / "chat"; }
+std::filesystem::path fixture_dir() {
+  return test::source_dir() / "tests" / "fixtures" / "chat";
+}
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -47,7 +49,8 @@ TEST_P(ChatGolden, RendersLikeJinja2) {
   ASSERT_TRUE(doc.ok()) << doc.status().to_string();
   const Object& c = doc->as_object();
   const Object& cx = c.find("context")->as_object();
-  const std::string source = read_file(fixture_dir() / "templates" / c.find("template")->as_string());
+  const std::string source =
+      read_file(fixture_dir() / "templates" / c.find("template")->as_string());
   auto tmpl = ChatTemplate::parse(source);
   ASSERT_TRUE(tmpl.ok()) << tmpl.status().to_string();
 
@@ -62,8 +65,10 @@ TEST_P(ChatGolden, RendersLikeJinja2) {
 
   auto out = tmpl->render(ctx);
   if (const Value* error = c.find("error")) {
-    ASSERT_FALSE(out.ok()) << "jinja2 raised '" << error->as_string() << "' but cera rendered:\n" << *out;
-    EXPECT_NE(out.status().message().find(error->as_string()), std::string::npos) << out.status().to_string();
+    ASSERT_FALSE(out.ok()) << "jinja2 raised '" << error->as_string() << "' but cera rendered:\n"
+                           << *out;
+    EXPECT_NE(out.status().message().find(error->as_string()), std::string::npos)
+        << out.status().to_string();
     return;
   }
   ASSERT_TRUE(out.ok()) << out.status().to_string();
@@ -81,10 +86,11 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ChatGolden, testing::ValuesIn(case_names()),
 TEST(ChatGolden, EveryFamilyHasCases) {
   // Guards against an empty or partial fixture folder silently passing.
   const auto names = case_names();
-  for (const char* family : {"smollm2", "gemma2", "gemma3-style", "llama3.1", "llama3.2", "qwen2.5", "qwen3",
-                             "granite3.3", "lfm2", "lfm2.5", "mistral-nemo", "features"}) {
-    const auto n = std::count_if(names.begin(), names.end(),
-                                 [&](const std::string& s) { return s.rfind(std::string(family) + "-", 0) == 0; });
+  for (const char* family : {"smollm2", "gemma2", "gemma3-style", "llama3.1", "llama3.2", "qwen2.5",
+                             "qwen3", "granite3.3", "lfm2", "lfm2.5", "mistral-nemo", "features"}) {
+    const auto n = std::count_if(names.begin(), names.end(), [&](const std::string& s) {
+      return s.rfind(std::string(family) + "-", 0) == 0;
+    });
     EXPECT_GE(n, 3) << family;
   }
 }

@@ -20,27 +20,38 @@ std::string render_or_error(std::string_view source, const ChatContext& ctx = {}
 TEST(ChatTemplate, ParseErrorsNameTheConstructAndPosition) {
   EXPECT_EQ(render_or_error("ab\n  {% include 'x.jinja' %}"),
             "PARSE: chat template 2:6: unsupported statement '{% include %}'");
-  EXPECT_EQ(render_or_error("{{ x | frobnicate }}"), "PARSE: chat template 1:6: unsupported filter 'frobnicate'");
-  EXPECT_EQ(render_or_error("{% if x is prime %}{% endif %}"), "PARSE: chat template 1:9: unsupported test 'prime'");
+  EXPECT_EQ(render_or_error("{{ x | frobnicate }}"),
+            "PARSE: chat template 1:6: unsupported filter 'frobnicate'");
+  EXPECT_EQ(render_or_error("{% if x is prime %}{% endif %}"),
+            "PARSE: chat template 1:9: unsupported test 'prime'");
   EXPECT_EQ(render_or_error("{% for x in y %}"), "PARSE: chat template 1:17: missing {% endfor %}");
   EXPECT_EQ(render_or_error("{{ 'abc }}"), "PARSE: chat template 1:4: unterminated string literal");
-  EXPECT_EQ(render_or_error("{{ a + }}"), "PARSE: chat template 1:8: expected an expression, found '}}'");
+  EXPECT_EQ(render_or_error("{{ a + }}"),
+            "PARSE: chat template 1:8: expected an expression, found '}}'");
   EXPECT_EQ(render_or_error("{# open"), "PARSE: chat template 1:1: unterminated comment");
-  EXPECT_EQ(render_or_error("{{ f(*args) }}"), "PARSE: chat template 1:6: unsupported: *args / **kwargs in calls");
+  EXPECT_EQ(render_or_error("{{ f(*args) }}"),
+            "PARSE: chat template 1:6: unsupported: *args / **kwargs in calls");
   EXPECT_EQ(render_or_error("{{ x @ y }}"), "PARSE: chat template 1:6: unexpected character '@'");
   // An unsupported filter in a branch that never runs still fails: no silent partial support.
-  EXPECT_NE(render_or_error("{% if false %}{{ x | wordwrap }}{% endif %}").find("unsupported filter 'wordwrap'"),
+  EXPECT_NE(render_or_error("{% if false %}{{ x | wordwrap }}{% endif %}")
+                .find("unsupported filter 'wordwrap'"),
             std::string::npos);
 }
 
 TEST(ChatTemplate, RenderErrorsCarryPositions) {
-  EXPECT_EQ(render_or_error("\n{{ missing.attr }}"), "RENDER: chat template 2:11: cannot read 'attr' of an undefined value");
-  EXPECT_EQ(render_or_error("{{ 'a' + 1 }}"), "RENDER: chat template 1:8: unsupported operand types for +: 'str' and 'int'");
-  EXPECT_EQ(render_or_error("{{ raise_exception('bad roles') }}"), "RENDER: chat template 1:19: raise_exception: bad roles");
-  EXPECT_EQ(render_or_error("{{ nope() }}"), "RENDER: chat template 1:8: 'nope' is undefined and cannot be called");
+  EXPECT_EQ(render_or_error("\n{{ missing.attr }}"),
+            "RENDER: chat template 2:11: cannot read 'attr' of an undefined value");
+  EXPECT_EQ(render_or_error("{{ 'a' + 1 }}"),
+            "RENDER: chat template 1:8: unsupported operand types for +: 'str' and 'int'");
+  EXPECT_EQ(render_or_error("{{ raise_exception('bad roles') }}"),
+            "RENDER: chat template 1:19: raise_exception: bad roles");
+  EXPECT_EQ(render_or_error("{{ nope() }}"),
+            "RENDER: chat template 1:8: 'nope' is undefined and cannot be called");
   EXPECT_EQ(render_or_error("{% set x = 1 %}{% set x.y = 2 %}"),
-            "RENDER: chat template 1:19: cannot assign attribute 'y' on 'x': only namespace() objects take attribute assignment");
-  EXPECT_EQ(render_or_error("{% for x in none %}{% endfor %}"), "RENDER: chat template 1:13: 'NoneType' object is not iterable");
+            "RENDER: chat template 1:19: cannot assign attribute 'y' on 'x': only namespace() "
+            "objects take attribute assignment");
+  EXPECT_EQ(render_or_error("{% for x in none %}{% endfor %}"),
+            "RENDER: chat template 1:13: 'NoneType' object is not iterable");
   EXPECT_EQ(render_or_error("{{ 1 // 0 }}"), "RENDER: chat template 1:6: division by zero");
   EXPECT_EQ(render_or_error("{% macro m(a) %}{{ m(a) }}{% endmacro %}{{ m(1) }}"),
             "RENDER: chat template 1:4: macro recursion deeper than 200 calls");
@@ -56,9 +67,12 @@ TEST(ChatTemplate, WhitespaceControlMatchesJinja2Defaults) {
 }
 
 TEST(ChatTemplate, PythonSpellings) {
-  EXPECT_EQ(render_or_error("{{ [1, 'a', none, true, 2.50, {'k': 1e16}] }}"), "[1, 'a', None, True, 2.5, {'k': 1e+16}]");
-  EXPECT_EQ(render_or_error("{{ 0.0001 }} {{ 0.00001 }} {{ 1 / 3 }} {{ -0.0 }}"), "0.0001 1e-05 0.3333333333333333 -0.0");
-  EXPECT_EQ(render_or_error("{{ {'b': [], 'a': {}} | tojson(indent=2) }}"), "{\n  \"b\": [],\n  \"a\": {}\n}");
+  EXPECT_EQ(render_or_error("{{ [1, 'a', none, true, 2.50, {'k': 1e16}] }}"),
+            "[1, 'a', None, True, 2.5, {'k': 1e+16}]");
+  EXPECT_EQ(render_or_error("{{ 0.0001 }} {{ 0.00001 }} {{ 1 / 3 }} {{ -0.0 }}"),
+            "0.0001 1e-05 0.3333333333333333 -0.0");
+  EXPECT_EQ(render_or_error("{{ {'b': [], 'a': {}} | tojson(indent=2) }}"),
+            "{\n  \"b\": [],\n  \"a\": {}\n}");
   EXPECT_EQ(render_or_error("{{ '\\x01é' | tojson }}"), "\"\\u0001é\"");
 }
 
@@ -85,7 +99,9 @@ TEST(ChatConversation, EachTurnSendsOnlyTheNewSuffix) {
   auto t1 = c.next_prompt();
   ASSERT_TRUE(t1.ok());
   EXPECT_FALSE(t1->restart);
-  EXPECT_EQ(t1->text, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(t1->text,
+            "<|im_start|>system\nBe "
+            "brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(t1->text.substr(0, t1->system_size), "<|im_start|>system\nBe brief.<|im_end|>\n");
   c.add_assistant("Hello!");
   c.add_user("Bye");
@@ -98,7 +114,8 @@ TEST(ChatConversation, EachTurnSendsOnlyTheNewSuffix) {
 
 TEST(ChatConversation, RewrittenHistoryRestarts) {
   // A template that trims replies: a reply with trailing space is not a prefix any more.
-  Conversation c(*ChatTemplate::parse("{% for m in messages %}[{{ m.content | trim }}]{% endfor %}"), {});
+  Conversation c(
+      *ChatTemplate::parse("{% for m in messages %}[{{ m.content | trim }}]{% endfor %}"), {});
   c.add_user("q");
   ASSERT_EQ(c.next_prompt()->text, "[q]");
   c.add_assistant("a  ");
