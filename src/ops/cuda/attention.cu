@@ -3,6 +3,9 @@
 // entries (4 in flight), the group's query heads share every K/V row it loads, and the online
 // softmax state is merged across warps in shared memory. When (tokens x kv heads) cannot fill the
 // GPU (decode), the context is split and a second kernel merges the splits' partial results.
+// The split count depends on shapes only and each token derives its split length from its own
+// position on the device, so a decode step's launch parameters do not change with the position
+// and a captured graph replays unchanged (graph.h).
 #include <algorithm>
 
 #include "ops/cuda/cuda_ops.h"
@@ -13,6 +16,7 @@ namespace {
 constexpr int kAttnWarps = 4;
 constexpr int kMaxGroup = 8;  // query heads per block; larger groups take several chunks
 constexpr int kMaxSplits = 64;
+constexpr int kMinSplitLen = 64;  // entries per split at least, so the merge stays cheap
 
 struct HeadsView {
   float* data;
@@ -31,7 +35,7 @@ struct AttnParams {
   const int32_t* table_offset;
   int32_t block_size, head_dim, n_head, n_group, n_chunks, window;
   float scale, softcap;
-  int32_t n_split, split_len;
+  int32_t n_split;
   float* partial_acc;  // [n_tokens, n_head, n_split, head_dim]
   float2* partial_ml;  // [n_tokens, n_head, n_split] (max, sum)
 };
@@ -53,7 +57,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   const int32_t pos = p.positions[t];
   const int32_t* table = p.block_tables + p.table_offset[p.token_seq[t]];
   const int first = p.window > 0 ? max(0, pos - p.window + 1) : 0;
-  const int lo = max(first, split * p.split_len), hi = min(pos, (split + 1) * p.split_len - 1);
+  const int split_len = max(kMinSplitLen, (pos + p.n_split) / p.n_split);  // ceil((pos + 1) / n_split)
+  const int lo = max(first, split * split_len), hi = min(pos, (split + 1) * split_len - 1);
   const int h0 = kvh * p.n_group + g0;
 
   float qr[kMaxGroup][D], acc[kMaxGroup][D], m[kMaxGroup], l[kMaxGroup];
@@ -197,7 +202,6 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   CERA_CHECK(batch.token_seq.size() == batch.positions.size());
   const auto n_seqs = static_cast<int64_t>(batch.table_offset.size()) - 1;
   CERA_CHECK(n_seqs >= 0);
-  int32_t max_pos = 0;
   for (int64_t t = 0; t < n_tokens; ++t) {
     const int32_t seq = batch.token_seq[size_t(t)], pos = batch.positions[size_t(t)];
     CERA_CHECK_MSG(seq >= 0 && seq < n_seqs, "attention: token_seq out of range");
@@ -209,7 +213,6 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
       CERA_CHECK_MSG(blk >= 0 && (int64_t(blk) + 1) * layer.block_size <= layer.k.rows(),
                      "attention: block id out of range");
     }
-    max_pos = std::max(max_pos, pos);
   }
   AttnParams p{};
   p.q = heads_of(q, a.head_dim, a.n_head, n_tokens, "attention q");
@@ -231,17 +234,14 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.window = a.sliding_window;
   p.scale = a.scale;
   p.softcap = a.softcap;
-  // Split the context when the blocks would not fill the GPU twice over (decode), keeping at
-  // least 64 entries per split so the merge stays cheap.
+  // Split the context when the blocks would not fill the GPU twice over (decode). Splits past a
+  // token's position (kMinSplitLen entries each at least) find no entries and cost one idle block.
   const int64_t units = int64_t(a.n_head_kv) * p.n_chunks * n_tokens;
-  const int64_t ctx_len = int64_t(max_pos) + 1;
   int64_t n_split = 1;
   if (units < 2 * ctx.sm_count()) {
-    n_split = std::clamp<int64_t>((2 * ctx.sm_count() + units - 1) / units, 1, std::max<int64_t>(1, ctx_len / 64));
-    n_split = std::min<int64_t>(n_split, kMaxSplits);
+    n_split = std::min<int64_t>((2 * ctx.sm_count() + units - 1) / units, kMaxSplits);
   }
   p.n_split = int32_t(n_split);
-  p.split_len = int32_t((ctx_len + n_split - 1) / n_split);
   if (n_split > 1) {
     const int64_t n_part = n_tokens * a.n_head * n_split;
     auto* buf = static_cast<float*>(ctx.scratch(ScratchKind::kAttnPartial, uint64_t(n_part) * (a.head_dim + 2) * 4));
@@ -251,6 +251,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   const size_t smem = size_t(kAttnWarps) * kMaxGroup * (a.head_dim * sizeof(float) + sizeof(float2));
   const dim3 grid(unsigned(a.n_head_kv * p.n_chunks), unsigned(n_tokens), unsigned(n_split));
   CERA_CHECK_MSG(n_tokens < 65536, "attention: at most 65535 tokens per call");
+  if (!ctx.launching()) return;
   if (a.head_dim <= 32) {
     attention_kernel<1><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
   } else if (a.head_dim <= 64) {

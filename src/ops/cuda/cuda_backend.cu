@@ -1,23 +1,42 @@
 // CudaBackend: device memory (cudaMalloc'd Buffers), weight import (upload once, then repack
 // into the GPU layout), host<->device copies on the backend's stream, and the forwarding of the
-// verbs to the op entries of cuda_ops.h. Every verb is asynchronous on the one stream.
+// verbs, as Calls, to the GraphRunner (graph.h), which logs them into CUDA graphs or runs them
+// eagerly. Every verb is asynchronous on the one stream; upload/download/synchronize/import and
+// the release of a Buffer first launch what is logged.
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/device_info.h"
+#include "ops/cuda/graph.h"
 #include "ops/cuda/weight_layout.h"
 
 namespace cera::ops {
 namespace {
 
+using cuda::Call;
 using cuda::CudaContext;
+using cuda::GraphRunner;
+using cuda::Verb;
 
 class DeviceBuffer final : public Buffer {
  public:
-  DeviceBuffer(std::byte* data, uint64_t size) : data_(data), size_(size) {}
-  ~DeviceBuffer() override { cudaFree(data_); }  // errors ignored: destructors must not throw
+  DeviceBuffer(std::byte* data, uint64_t size, std::weak_ptr<GraphRunner> runner)
+      : data_(data), size_(size), runner_(std::move(runner)) {}
+  ~DeviceBuffer() override {
+    // Logged calls may still use this memory: launch them first (cudaFree then waits for them).
+    // Errors ignored: destructors must not throw.
+    if (auto r = runner_.lock()) {
+      try {
+        r->flush();
+      } catch (const std::exception&) {
+      }
+    }
+    cudaFree(data_);
+  }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   std::byte* data() override { return data_; }
@@ -26,9 +45,10 @@ class DeviceBuffer final : public Buffer {
  private:
   std::byte* data_;
   uint64_t size_;
+  std::weak_ptr<GraphRunner> runner_;
 };
 
-Result<std::unique_ptr<Buffer>> device_alloc(uint64_t bytes) {
+Result<std::unique_ptr<Buffer>> device_alloc(uint64_t bytes, std::weak_ptr<GraphRunner> runner) {
   void* p = nullptr;
   const cudaError_t err = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
   if (err != cudaSuccess) {
@@ -36,17 +56,23 @@ Result<std::unique_ptr<Buffer>> device_alloc(uint64_t bytes) {
     return Status(ErrorCode::kOutOfRange,
                   "cuda: cannot allocate " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(err));
   }
-  return std::unique_ptr<Buffer>(std::make_unique<DeviceBuffer>(static_cast<std::byte*>(p), bytes));
+  return std::unique_ptr<Buffer>(std::make_unique<DeviceBuffer>(static_cast<std::byte*>(p), bytes, std::move(runner)));
 }
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : ctx_(device) {}
+  CudaBackend(int device, bool graphs) : ctx_(device), runner_(std::make_shared<GraphRunner>(ctx_, graphs)) {}
+  ~CudaBackend() override {
+    try {
+      runner_->flush();
+    } catch (const std::exception&) {  // destructors must not throw
+    }
+  }
 
   Device device() const override { return Device::kCuda; }
   std::string name() const override { return "cuda (" + ctx_.device_name() + ")"; }
 
-  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes) override { return device_alloc(bytes); }
+  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes) override { return device_alloc(bytes, runner_); }
 
   Result<TensorView> import_weight(const TensorView& host, std::unique_ptr<Buffer>& keep) override {
     keep.reset();
@@ -57,7 +83,8 @@ class CudaBackend final : public Backend {
     if (!host.packed()) return invalid_argument("cuda: import_weight needs a packed host tensor");
     const int64_t n_in = host.cols(), rows = host.rows();
     const cuda::WeightLayout layout = cuda::weight_layout(host.dtype, n_in, rows);
-    CERA_ASSIGN_OR_RETURN(keep, device_alloc(layout.total_bytes));
+    runner_->flush();
+    CERA_ASSIGN_OR_RETURN(keep, device_alloc(layout.total_bytes, runner_));
     const uint64_t raw_bytes = uint64_t(host.row_bytes()) * uint64_t(rows);
     void* target = keep->data();
     if (layout.repacked) target = ctx_.scratch(cuda::ScratchKind::kGemmWeight, raw_bytes);
@@ -74,64 +101,95 @@ class CudaBackend final : public Backend {
   void upload(const TensorView& dst, const void* src) override {
     CERA_CHECK(dst.device == Device::kCuda);
     if (dst.n_elements() == 0) return;
+    runner_->flush();
+    ctx_.act_cache() = {};
     CERA_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, size_t(dst.stride()), src, size_t(dst.row_bytes()),
                                       size_t(dst.row_bytes()), size_t(dst.rows()), cudaMemcpyHostToDevice,
                                       ctx_.stream()));
     CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));  // src may be freed when we return
+    runner_->synced();
   }
   void download(void* dst, const TensorView& src) override {
     CERA_CHECK(src.device == Device::kCuda);
+    runner_->flush();
     if (src.n_elements() == 0) return;
     CERA_CUDA_CHECK(cudaMemcpy2DAsync(dst, size_t(src.row_bytes()), src.data, size_t(src.stride()),
                                       size_t(src.row_bytes()), size_t(src.rows()), cudaMemcpyDeviceToHost,
                                       ctx_.stream()));
     CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+    runner_->synced();
   }
-  void synchronize() override { CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream())); }
+  void synchronize() override {
+    runner_->flush();
+    CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+    runner_->synced();
+  }
   bool supports_weight(DType dtype) const override { return cuda::is_supported_weight(dtype); }
 
   void embed(const TensorView& out, const TensorView& table, std::span<const int32_t> tokens,
              float scale) override {
-    cuda::embed(ctx_, out, table, tokens, scale);
+    Call c{.verb = Verb::kEmbed, .out = out, .a = table, .f = scale};
+    c.i[0] = tokens;
+    runner_->run(c);
   }
   void matmul(const TensorView& out, const TensorView& weight, const TensorView& x,
               const TensorView* bias) override {
-    cuda::matmul(ctx_, out, weight, x, bias);
+    runner_->run({.verb = Verb::kMatmul, .out = out, .a = weight, .b = x, .c = bias != nullptr ? *bias : TensorView{}});
   }
   void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight, float eps) override {
-    cuda::rms_norm(ctx_, out, x, weight, eps);
+    runner_->run({.verb = Verb::kRmsNorm, .out = out, .a = x, .b = weight, .f = eps});
   }
   void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) override {
-    cuda::rope(ctx_, x, positions, params);
+    Call c{.verb = Verb::kRope, .out = x, .rope = params};
+    c.i[0] = positions;
+    runner_->run(c);
   }
   void gated_activation(const TensorView& out, const TensorView& gate, const TensorView& up,
                         Activation act) override {
-    cuda::gated_activation(ctx_, out, gate, up, act);
+    runner_->run({.verb = Verb::kGatedActivation, .out = out, .a = gate, .b = up, .act = act});
   }
   void add_scaled(const TensorView& out, const TensorView& a, const TensorView& b, float scale) override {
-    cuda::add_scaled(ctx_, out, a, b, scale);
+    runner_->run({.verb = Verb::kAddScaled, .out = out, .a = a, .b = b, .f = scale});
   }
-  void scale(const TensorView& x, float s) override { cuda::scale(ctx_, x, s); }
+  void scale(const TensorView& x, float s) override { runner_->run({.verb = Verb::kScale, .out = x, .f = s}); }
   void kv_store(const KvLayer& layer, const TensorView& k, const TensorView& v,
                 std::span<const int32_t> slots) override {
-    cuda::kv_store(ctx_, layer, k, v, slots);
+    Call c{.verb = Verb::kKvStore, .a = k, .b = v, .layer = layer};
+    c.i[0] = slots;
+    runner_->run(c);
   }
   void attention(const TensorView& out, const TensorView& q, const KvLayer& layer, const AttentionBatch& batch,
                  const AttentionParams& params) override {
-    cuda::attention(ctx_, out, q, layer, batch, params);
+    Call c{.verb = Verb::kAttention, .out = out, .a = q, .layer = layer, .attn = params};
+    c.i[0] = batch.positions;
+    c.i[1] = batch.token_seq;
+    c.i[2] = batch.block_tables;
+    c.i[3] = batch.table_offset;
+    runner_->run(c);
   }
+  // Rare (prefix reuse, context shift): launched eagerly after what is logged.
   void kv_copy(const KvLayer& layer, std::span<const int32_t> src_slots,
                std::span<const int32_t> dst_slots) override {
+    runner_->flush();
+    ctx_.act_cache() = {};
     cuda::kv_copy(ctx_, layer, src_slots, dst_slots);
   }
   void kv_rerotate(const KvLayer& layer, std::span<const int32_t> slots, int32_t delta, int32_t head_dim,
                    const RopeParams& params) override {
+    runner_->flush();
+    ctx_.act_cache() = {};
     cuda::kv_rerotate(ctx_, layer, slots, delta, head_dim, params);
   }
 
  private:
   CudaContext ctx_;
+  std::shared_ptr<GraphRunner> runner_;  // shared with the Buffers (weakly), which flush it
 };
+
+bool graphs_enabled(bool requested) {
+  const char* env = std::getenv("CERA_CUDA_GRAPHS");
+  return requested && !(env != nullptr && env[0] == '0');
+}
 
 }  // namespace
 
@@ -143,7 +201,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
                             std::to_string(devices.size()) + " found)");
   }
   try {
-    return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(options.device));
+    return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(options.device, graphs_enabled(options.graphs)));
   } catch (const CheckFailure& e) {
     return io_error(std::string("cuda: cannot start the backend: ") + e.what());
   }

@@ -11,6 +11,9 @@ namespace cera::ops {
 
 struct CudaBackendOptions {
   int device = 0;  // CUDA device index
+  // Run logged verbs as CUDA graphs (graph.h); the environment variable CERA_CUDA_GRAPHS=0 also
+  // turns them off (every verb then launches eagerly).
+  bool graphs = true;
 };
 
 // The backend on options.device, or a Status naming why not (no driver, no device, bad index).

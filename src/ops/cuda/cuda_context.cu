@@ -38,6 +38,9 @@ CudaContext::~CudaContext() {
 void* CudaContext::scratch(ScratchKind kind, uint64_t bytes) {
   const auto k = static_cast<size_t>(kind);
   if (bytes > scratch_bytes_[k]) {
+    CERA_CHECK_MSG(mode_ != OpMode::kCapture, "cuda: scratch must not grow during graph capture");
+    ++scratch_epoch_;
+    if (k == size_t(ScratchKind::kActQ8)) act_cache_ = {};
     CERA_CUDA_CHECK(cudaFree(scratch_[k]));
     scratch_[k] = nullptr;
     const uint64_t grown = std::max<uint64_t>(bytes, scratch_bytes_[k] + scratch_bytes_[k] / 4);
@@ -85,10 +88,20 @@ const void* CudaContext::device_bytes(const void* host, uint64_t bytes) {
   return victim->device;
 }
 
+const void* CudaContext::arena_bytes(const void* host, uint64_t bytes) const {
+  if (bytes == 0) return nullptr;
+  const auto* p = static_cast<const std::byte*>(host);
+  CERA_CHECK_MSG(p >= arena_host_ && p + bytes <= arena_host_ + arena_bytes_,
+                 "cuda: a host array outside the graph staging arena in graph mode");
+  return arena_device_ + (p - arena_host_);
+}
+
 const int32_t* CudaContext::device_array(std::span<const int32_t> host) {
+  if (mode_ != OpMode::kEager) return static_cast<const int32_t*>(arena_bytes(host.data(), host.size_bytes()));
   return static_cast<const int32_t*>(device_bytes(host.data(), host.size_bytes()));
 }
 const float* CudaContext::device_array(std::span<const float> host) {
+  if (mode_ != OpMode::kEager) return static_cast<const float*>(arena_bytes(host.data(), host.size_bytes()));
   return static_cast<const float*>(device_bytes(host.data(), host.size_bytes()));
 }
 

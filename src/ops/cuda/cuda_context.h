@@ -1,8 +1,9 @@
 // State shared by the CUDA backend's verbs: the stream, the cuBLAS handle, grow-only device
-// scratch, and the cache that turns the host arrays of a verb (token ids, positions, block
-// tables, slots) into device arrays. Internal to src/ops/cuda; included by .cu files only.
-// Decision: a host array is uploaded only when its bytes differ from a cached copy, so the
-// positions and block tables that every layer passes again cost one upload per forward, not 32.
+// scratch, the host-array upload paths, and the quantized-activation cache. Internal to
+// src/ops/cuda; included by .cu files only.
+// Decision: in eager mode a host array is uploaded only when its bytes differ from a cached copy;
+// in graph mode (graph.h) host arrays already sit in a pinned staging arena that one memcpy node
+// at the head of the graph copies to a device mirror, so device_array() is an address offset.
 #pragma once
 
 #include <cublas_v2.h>
@@ -47,6 +48,22 @@ enum class ScratchKind : uint8_t {
   kCount,
 };
 
+// How op entries run: kEager launches at once; kRecord validates only (no launch: graph.h logs
+// the call and launches it later); kCapture launches into a stream capture. In kRecord and
+// kCapture every host array handed to an op entry lies in the pinned graph staging arena.
+enum class OpMode : uint8_t { kEager, kRecord, kCapture };
+
+// The 8-bit activations last quantized into kActQ8 scratch (gemv.cu), reused by the next matmul
+// on the same input: Q/K/V and gate/up read one quantization instead of three/two. Any verb other
+// than a matmul invalidates it (graph.cu), as does a matmul whose output overlaps the input.
+struct QuantActCache {
+  const void* x = nullptr;  // null: nothing valid
+  int64_t x_stride = 0, n_in = 0, n_tokens = 0, act_block = 0;
+  bool matches(const void* px, int64_t stride, int64_t n, int64_t t, int64_t blk) const {
+    return x != nullptr && x == px && x_stride == stride && n_in == n && n_tokens == t && act_block == blk;
+  }
+};
+
 class CudaContext {
  public:
   explicit CudaContext(int device);
@@ -60,12 +77,26 @@ class CudaContext {
   const std::string& device_name() const { return device_name_; }
 
   void* scratch(ScratchKind kind, uint64_t bytes);
+  // Bumped whenever scratch is reallocated: graphs captured before hold stale scratch pointers.
+  uint64_t scratch_epoch() const { return scratch_epoch_; }
   // Device copy of a host array, valid for work enqueued on stream() from now on.
   const int32_t* device_array(std::span<const int32_t> host);
   const float* device_array(std::span<const float> host);
 
+  OpMode mode() const { return mode_; }
+  void set_mode(OpMode m) { mode_ = m; }
+  bool launching() const { return mode_ != OpMode::kRecord; }
+  // The graph staging arena (pinned host) and its device mirror (graph.cu fills and copies it).
+  void set_graph_arena(const std::byte* host, uint64_t bytes, std::byte* device) {
+    arena_host_ = host;
+    arena_bytes_ = bytes;
+    arena_device_ = device;
+  }
+  QuantActCache& act_cache() { return act_cache_; }
+
  private:
   const void* device_bytes(const void* host, uint64_t bytes);
+  const void* arena_bytes(const void* host, uint64_t bytes) const;
   struct CachedArray {
     std::vector<std::byte> host;
     void* device = nullptr;
@@ -84,6 +115,12 @@ class CudaContext {
   std::byte* staging_ = nullptr;  // pinned ring the small uploads go through
   uint64_t staging_bytes_ = 0;
   uint64_t staging_pos_ = 0;
+  uint64_t scratch_epoch_ = 0;
+  OpMode mode_ = OpMode::kEager;
+  const std::byte* arena_host_ = nullptr;
+  uint64_t arena_bytes_ = 0;
+  std::byte* arena_device_ = nullptr;
+  QuantActCache act_cache_;
 };
 
 // Verb checks shared by the op entries.

@@ -18,6 +18,14 @@ void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
             const TensorView* bias);
 void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias);
+// The kActQ8 scratch of a GEMV: codes [n_tokens, n_in], then (d, code sum) per 32 elements.
+struct ActQ8 {
+  int8_t* q;
+  float2* ds;
+};
+ActQ8 act_q8_scratch(CudaContext& ctx, int64_t n_tokens, int64_t n_in);
+// Does gemv() read Q8_0 activations (32-element weight blocks) for this weight and batch?
+bool gemv_takes_q8_0(const TensorView& weight, int64_t n_tokens);
 void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias);
 // out[n, rows] += bias[n] broadcast over rows.

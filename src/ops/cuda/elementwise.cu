@@ -63,7 +63,7 @@ __global__ void elementwise_kernel(const __grid_constant__ ElementwiseParams p) 
   switch (p.op) {
     case Elementwise::kSilu: v = a / (1.0f + expf(-a)) * p.b.data[r * p.b.stride + c]; break;
     case Elementwise::kGeluTanh: v = gelu_tanh(a) * p.b.data[r * p.b.stride + c]; break;
-    case Elementwise::kAddScaled: v = a + p.s * p.b.data[r * p.b.stride + c]; break;
+    case Elementwise::kAddScaled: v = __fmaf_rn(p.s, p.b.data[r * p.b.stride + c], a); break;  // fused.cu: same
     default: v = a * p.s; break;
   }
   p.out.data[r * p.out.stride + c] = v;
@@ -74,7 +74,7 @@ void check_same_shape(const TensorView& a, const TensorView& b, const char* what
 }
 
 void launch_elementwise(CudaContext& ctx, const ElementwiseParams& p) {
-  if (p.n == 0) return;
+  if (p.n == 0 || !ctx.launching()) return;
   elementwise_kernel<<<ceil_div(p.n, 256), 256, 0, ctx.stream()>>>(p);
   CERA_CUDA_LAUNCHED();
 }
@@ -92,6 +92,7 @@ void rms_norm(CudaContext& ctx, const TensorView& out, const TensorView& x, cons
   RmsNormParams p{rows_of(out), rows_of(x), reinterpret_cast<const float*>(weight.data), n, eps};
   const unsigned threads = n >= 1024 ? 512 : (n >= 256 ? 256 : 32 * ceil_div(n, 32));
   CERA_CHECK_MSG(x.rows() < (int64_t{1} << 31), "rms_norm: too many rows");
+  if (!ctx.launching()) return;
   rms_norm_kernel<<<unsigned(x.rows()), threads, 0, ctx.stream()>>>(p);
   CERA_CUDA_LAUNCHED();
 }

@@ -89,6 +89,7 @@ void embed(CudaContext& ctx, const TensorView& out, const TensorView& table, std
   p.n_tokens = n_tokens;
   p.scale = scale;
   const unsigned threads = plain ? 256 : 64;
+  if (!ctx.launching()) return;
   kernel<<<dim3(ceil_div(p.units_per_row, threads), unsigned(n_tokens)), threads, 0, ctx.stream()>>>(p);
   CERA_CUDA_LAUNCHED();
 }

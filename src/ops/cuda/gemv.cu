@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/quant_units.cuh"
 
@@ -143,16 +144,7 @@ __global__ void quantize_q8_0_kernel(const __grid_constant__ QuantizeActParams p
   const int64_t t = blockIdx.y;
   if (blk * 32 >= p.n_in) return;
   const float v = p.x[t * p.x_stride + blk * 32 + lane];
-  float amax = fabsf(v);
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  const float c = fmaxf(-127.0f, fminf(127.0f, __fmul_rn(v, id)));
-  const int q = c == c ? int(roundf(c)) : 0;
-  int sum = q;
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  p.q[t * p.n_in + blk * 32 + lane] = int8_t(q);
-  if (lane == 0) p.ds[t * (p.n_in / 32) + blk] = make_float2(__half2float(__float2half_rn(d)), float(sum));
+  quantize_q8_0_lane(v, p.q + t * p.n_in + blk * 32, p.ds + t * (p.n_in / 32) + blk);
 }
 
 // Q8_K like the CPU reference: one warp per 256 elements (8 per lane); the signed value of
@@ -244,6 +236,15 @@ GemvKernel pick_kernel(DType t, int b, int64_t vec) {
 
 }  // namespace
 
+ActQ8 act_q8_scratch(CudaContext& ctx, int64_t n_tokens, int64_t n_in) {
+  auto* q = static_cast<int8_t*>(ctx.scratch(ScratchKind::kActQ8, uint64_t(n_tokens) * n_in * 5 / 4 + 256));
+  return {q, reinterpret_cast<float2*>(q + ((n_tokens * n_in + 255) & ~int64_t{255}))};
+}
+
+bool gemv_takes_q8_0(const TensorView& weight, int64_t n_tokens) {
+  return n_tokens <= kGemvMaxTokens && dtype_block_size(weight.dtype) == 32;
+}
+
 void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias) {
   const int64_t n_in = weight.cols(), n_out = weight.rows(), n_tokens = x.rows();
@@ -265,20 +266,26 @@ void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
     p.xf_stride = x.stride() / 4;
   } else {
     p.units_per_row = n_in / (dtype_block_size(t) == 32 ? 32 : 64);
-    auto* q = static_cast<int8_t*>(ctx.scratch(ScratchKind::kActQ8, uint64_t(n_tokens) * n_in * 5 / 4 + 256));
-    auto* ds = reinterpret_cast<float2*>(q + ((n_tokens * n_in + 255) & ~int64_t{255}));
-    QuantizeActParams qp{reinterpret_cast<const float*>(x.data), x.stride() / 4, q, ds, n_in};
+    const auto [q, ds] = act_q8_scratch(ctx, n_tokens, n_in);
+    if (!ctx.launching()) return;
     const int64_t act_block = dtype_block_size(t) == 32 ? 32 : 256;
-    const dim3 grid(ceil_div(n_in / act_block, 8), unsigned(n_tokens));
-    if (act_block == 32) {
-      quantize_q8_0_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
-    } else {
-      quantize_q8_k_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+    QuantActCache& cache = ctx.act_cache();
+    // Q/K/V (and gate/up) quantize their shared input once: 2 of 3 (1 of 2) launches saved.
+    if (!cache.matches(x.data, x.stride(), n_in, n_tokens, act_block)) {
+      QuantizeActParams qp{reinterpret_cast<const float*>(x.data), x.stride() / 4, q, ds, n_in};
+      const dim3 grid(ceil_div(n_in / act_block, 8), unsigned(n_tokens));
+      if (act_block == 32) {
+        quantize_q8_0_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+      } else {
+        quantize_q8_k_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+      }
+      CERA_CUDA_LAUNCHED();
+      cache = {x.data, x.stride(), n_in, n_tokens, act_block};
     }
-    CERA_CUDA_LAUNCHED();
     p.xq = q;
     p.xds = ds;
   }
+  if (!ctx.launching()) return;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokensPass) {
     const int b = int(std::min<int64_t>(kMaxTokensPass, n_tokens - t0));
     GemvParams pp = p;

@@ -87,13 +87,15 @@ __global__ void add_bias_kernel(const __grid_constant__ BiasParams p) {
 
 void add_bias(CudaContext& ctx, const TensorView& out, const float* bias) {
   BiasParams p{reinterpret_cast<float*>(out.data), out.stride() / 4, bias, out.cols(), out.rows()};
-  if (p.n * p.rows == 0) return;
+  if (p.n * p.rows == 0 || !ctx.launching()) return;
   add_bias_kernel<<<ceil_div(p.n * p.rows, 256), 256, 0, ctx.stream()>>>(p);
   CERA_CUDA_LAUNCHED();
 }
 
 void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias) {
+  // graph.cu never records a cuBLAS-sized matmul; it runs such segments eagerly.
+  CERA_CHECK_MSG(ctx.mode() != OpMode::kRecord, "gemm: not recordable");
   const int64_t n_in = weight.cols(), n_out = weight.rows(), n_tokens = x.rows();
   const float alpha = 1.0f, beta = 0.0f;
   const int ldc = int(out.stride() / 4);
@@ -151,6 +153,15 @@ void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
     gemv(ctx, out, weight, x, bias);
   } else {
     gemm(ctx, out, weight, x, bias);
+  }
+  // Writing over the input makes its cached quantization stale.
+  const QuantActCache& c = ctx.act_cache();
+  if (c.x != nullptr) {
+    const auto* o0 = out.data;
+    const auto* o1 = out.data + out.stride() * (out.rows() - 1) + out.row_bytes();
+    const auto* x0 = static_cast<const std::byte*>(c.x);
+    const auto* x1 = x0 + c.x_stride * (c.n_tokens - 1) + c.n_in * 4;
+    if (o0 < x1 && x0 < o1) ctx.act_cache() = {};
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
 
 namespace cera::ops::cuda {
@@ -31,18 +32,7 @@ __global__ void rope_kernel(const __grid_constant__ RopeKernelParams p) {
   const int64_t row = p.slots != nullptr ? p.slots[t] : t;
   float* x = p.base + row * p.token_stride + h * p.head_stride;
   const int32_t pos = p.positions != nullptr ? p.positions[t] : p.delta;
-  const int half = p.n_rot / 2;
-  const int stride = p.kind == RopeKind::kNorm ? 2 : 1;
-  const int partner = p.kind == RopeKind::kNorm ? 1 : half;
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    double theta = double(pos) * p.freq_scale * pow(double(p.freq_base), -2.0 * double(i) / p.n_rot);
-    if (p.freq_factors != nullptr) theta /= p.freq_factors[i];
-    const float c = float(cos(theta)), s = float(sin(theta));
-    float* a = x + i * stride;
-    const float x0 = a[0], x1 = a[partner];
-    a[0] = x0 * c - x1 * s;
-    a[partner] = x0 * s + x1 * c;
-  }
+  rope_head({p.freq_factors, p.n_rot, p.freq_base, p.freq_scale, p.kind == RopeKind::kNeox}, x, pos);
 }
 
 void launch_rope(CudaContext& ctx, RopeKernelParams p, const RopeParams& rp) {
@@ -53,7 +43,7 @@ void launch_rope(CudaContext& ctx, RopeKernelParams p, const RopeParams& rp) {
   p.kind = rp.kind;
   p.freq_factors = rp.freq_factors != nullptr ? ctx.device_array(std::span(rp.freq_factors, size_t(rp.n_rot / 2)))
                                               : nullptr;
-  if (p.n_units == 0) return;
+  if (p.n_units == 0 || !ctx.launching()) return;
   CERA_CHECK(p.n_units < (int64_t{1} << 31));
   const unsigned threads = rp.n_rot / 2 >= 64 ? 64 : 32;
   rope_kernel<<<unsigned(p.n_units), threads, 0, ctx.stream()>>>(p);
@@ -94,7 +84,7 @@ void check_slot(const KvLayer& layer, int32_t slot) {
 }
 
 void launch_copy_rows(CudaContext& ctx, const CopyRowsParams& p, int64_t n_rows) {
-  if (n_rows == 0) return;
+  if (n_rows == 0 || !ctx.launching()) return;
   copy_rows_kernel<<<unsigned(n_rows), 128, 0, ctx.stream()>>>(p);
   CERA_CUDA_LAUNCHED();
 }

@@ -1,0 +1,49 @@
+// Device helpers shared by the activation quantizer (gemv.cu) and the kernels that fuse it into
+// the verb producing the activation (fused.cu): one function, so both write identical codes.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace cera::ops::cuda {
+
+// Q8_0 like quant::quantize_activation_row, one warp per 32-element block (lane = element):
+// d = max|x| / 127, codes round-half-away(clamp(x * (1 / d))), d stored as fp16, plus the code sum.
+__device__ __forceinline__ void quantize_q8_0_lane(float v, int8_t* q, float2* ds) {
+  const int lane = threadIdx.x & 31;
+  float amax = fabsf(v);
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const float c = fmaxf(-127.0f, fminf(127.0f, __fmul_rn(v, id)));
+  const int qi = c == c ? int(roundf(c)) : 0;
+  int sum = qi;
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  q[lane] = int8_t(qi);
+  if (lane == 0) *ds = make_float2(__half2float(__float2half_rn(d)), float(sum));
+}
+
+// RoPE of one head in place: pair i (i < n_rot / 2) rotated by pos * scale * base^(-2i/n_rot)
+// (divided by factors[i]); angles in double like the CPU reference.
+struct RopeMath {
+  const float* freq_factors;  // [n_rot / 2] or null
+  int32_t n_rot;
+  float freq_base, freq_scale;
+  bool neox;
+};
+__device__ __forceinline__ void rope_head(const RopeMath& r, float* x, int32_t pos) {
+  const int half = r.n_rot / 2;
+  const int stride = r.neox ? 1 : 2, partner = r.neox ? half : 1;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    double theta = double(pos) * r.freq_scale * pow(double(r.freq_base), -2.0 * double(i) / r.n_rot);
+    if (r.freq_factors != nullptr) theta /= r.freq_factors[i];
+    const float c = float(cos(theta)), s = float(sin(theta));
+    float* a = x + i * stride;
+    const float x0 = a[0], x1 = a[partner];
+    a[0] = x0 * c - x1 * s;
+    a[partner] = x0 * s + x1 * c;
+  }
+}
+
+}  // namespace cera::ops::cuda

@@ -1,0 +1,276 @@
+// Fused kernels for the call patterns of fused.h, and the matcher graph replay calls. Each kernel
+// repeats the float operations of the verbs it replaces (same expressions, same reduction order
+// as rms_norm_kernel), so a replayed forward matches the eager one.
+#include "ops/cuda/act_quant.cuh"
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/fused.h"
+
+namespace cera::ops::cuda {
+namespace {
+
+struct NormParams {
+  const float* a;  // add: sum = a + s * b, written to sum; else a is the norm input
+  const float* b;
+  float* sum;
+  int64_t a_stride, b_stride, sum_stride;  // floats
+  float s;
+  bool add;
+  const float* weight;
+  float* out;
+  int64_t out_stride;
+  int64_t n;
+  float eps;
+  int8_t* q;  // null: no quantization; else codes [rows, n] and ds [rows, n / 32]
+  float2* ds;
+};
+
+// One block per row, like rms_norm_kernel: [add,] sum of squares, then out = x * inv * w
+// [and its Q8_0 codes]. Saves 1-2 launches per use.
+__global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
+  __shared__ float partial[32];
+  const int64_t r = blockIdx.x;
+  const float* x = p.add ? p.sum + r * p.sum_stride : p.a + r * p.a_stride;
+  float sum = 0.0f;
+  if (p.add) {
+    const float* a = p.a + r * p.a_stride;
+    const float* b = p.b + r * p.b_stride;
+    float* s = p.sum + r * p.sum_stride;
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
+      const float v = __fmaf_rn(p.s, b[i], a[i]);  // as elementwise_kernel's kAddScaled
+      s[i] = v;
+      sum += v * v;
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) sum += x[i] * x[i];
+  }
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x / 32] = sum;
+  __syncthreads();  // also makes the sums written above visible to the whole block
+  if (threadIdx.x < 32) {
+    sum = threadIdx.x < blockDim.x / 32 ? partial[threadIdx.x] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (threadIdx.x == 0) partial[0] = sum;
+  }
+  __syncthreads();
+  const float inv = 1.0f / sqrtf(partial[0] / float(p.n) + p.eps);
+  float* out = p.out + r * p.out_stride;
+  if (p.q == nullptr) {
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) out[i] = x[i] * inv * p.weight[i];
+    return;
+  }
+  const int lane = threadIdx.x & 31, warps = blockDim.x / 32;
+  for (int64_t blk = threadIdx.x / 32; blk < p.n / 32; blk += warps) {
+    const int64_t i = blk * 32 + lane;
+    const float v = x[i] * inv * p.weight[i];
+    out[i] = v;
+    quantize_q8_0_lane(v, p.q + r * p.n + blk * 32, p.ds + r * (p.n / 32) + blk);
+  }
+}
+
+struct ActQuantParams {
+  const float* gate;
+  const float* up;
+  float* out;
+  int64_t gate_stride, up_stride, out_stride;  // floats
+  int64_t n;
+  bool gelu;
+  int8_t* q;
+  float2* ds;
+};
+
+__device__ __forceinline__ float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+// One warp per 32 elements: out = act(gate) * up (as elementwise_kernel) and its Q8_0 codes.
+__global__ void act_quant_kernel(const __grid_constant__ ActQuantParams p) {
+  const int lane = threadIdx.x & 31;
+  const int64_t blk = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int64_t t = blockIdx.y;
+  if (blk * 32 >= p.n) return;
+  const int64_t i = blk * 32 + lane;
+  const float a = p.gate[t * p.gate_stride + i], b = p.up[t * p.up_stride + i];
+  const float v = p.gelu ? gelu_tanh(a) * b : a / (1.0f + expf(-a)) * b;
+  p.out[t * p.out_stride + i] = v;
+  quantize_q8_0_lane(v, p.q + t * p.n + blk * 32, p.ds + t * (p.n / 32) + blk);
+}
+
+struct RopeStoreParams {
+  float* q;
+  float* k;
+  const float* v;
+  int64_t q_token_stride, k_token_stride, v_token_stride;  // floats; heads are head_dim apart
+  float* cache_k;
+  float* cache_v;
+  int64_t cache_k_stride, cache_v_stride;
+  const int32_t* positions;
+  const int32_t* slots;
+  int32_t n_head, head_dim;
+  RopeMath rope;
+};
+
+// Block (unit, token): units < n_head rotate a Q head; the others rotate a K head and copy it
+// and the matching V head into the cache row slots[t]. Saves 2 launches per layer.
+__global__ void rope_store_kernel(const __grid_constant__ RopeStoreParams p) {
+  const int unit = blockIdx.x;
+  const int64_t t = blockIdx.y;
+  const int32_t pos = p.positions[t];
+  if (unit < p.n_head) {
+    rope_head(p.rope, p.q + t * p.q_token_stride + int64_t(unit) * p.head_dim, pos);
+    return;
+  }
+  const int64_t off = int64_t(unit - p.n_head) * p.head_dim;
+  float* k = p.k + t * p.k_token_stride + off;
+  rope_head(p.rope, k, pos);
+  __syncthreads();
+  const int64_t slot = p.slots[t];
+  const float* v = p.v + t * p.v_token_stride + off;
+  for (int i = threadIdx.x; i < p.head_dim; i += blockDim.x) {
+    p.cache_k[slot * p.cache_k_stride + off + i] = k[i];
+    p.cache_v[slot * p.cache_v_stride + off + i] = v[i];
+  }
+}
+
+// Byte range of a view's rows.
+struct Range {
+  const std::byte* lo;
+  const std::byte* hi;
+};
+Range range_of(const TensorView& v) {
+  if (v.rows() == 0) return {v.data, v.data};
+  return {v.data, v.data + v.stride() * (v.rows() - 1) + v.row_bytes()};
+}
+bool same_view(const TensorView& a, const TensorView& b) {
+  return a.data == b.data && a.dtype == b.dtype && a.cols() == b.cols() && a.rows() == b.rows() &&
+         a.stride() == b.stride();
+}
+bool disjoint(const TensorView& a, const TensorView& b) {
+  const Range x = range_of(a), y = range_of(b);
+  return x.hi <= y.lo || y.hi <= x.lo;
+}
+// Elementwise-safe: identical views or no shared bytes.
+bool same_or_disjoint(const TensorView& a, const TensorView& b) { return same_view(a, b) || disjoint(a, b); }
+
+// Does `m` read `v` as the Q8_0-quantized input of a GEMV?
+bool q8_consumer(const Call* m, const TensorView& v) {
+  return m != nullptr && m->verb == Verb::kMatmul && same_view(m->b, v) && gemv_takes_q8_0(m->a, v.rows()) &&
+         v.cols() % 32 == 0;
+}
+
+unsigned norm_threads(int64_t n) { return n >= 1024 ? 512 : (n >= 256 ? 256 : 32 * ceil_div(n, 32)); }  // as rms_norm
+
+size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const Call* next) {
+  const bool has_add = add.verb == Verb::kAddScaled;
+  const Call& n = has_add ? *norm : add;
+  const TensorView& x = has_add ? add.out : n.a;
+  if (has_add && !(same_view(n.a, add.out) && same_or_disjoint(n.out, add.out) && same_or_disjoint(n.out, add.a) &&
+                   same_or_disjoint(n.out, add.b))) {
+    return 0;
+  }
+  if (!same_or_disjoint(n.out, n.a) || n.a.rows() >= (int64_t{1} << 31) || n.a.rows() == 0) return 0;
+  const bool quant = q8_consumer(next, n.out);
+  if (!has_add && !quant) return 0;  // a lone rms_norm gains nothing
+  NormParams p{};
+  p.a = reinterpret_cast<const float*>(has_add ? add.a.data : n.a.data);
+  p.a_stride = (has_add ? add.a.stride() : n.a.stride()) / 4;
+  if (has_add) {
+    p.b = reinterpret_cast<const float*>(add.b.data);
+    p.b_stride = add.b.stride() / 4;
+    p.sum = reinterpret_cast<float*>(add.out.data);
+    p.sum_stride = add.out.stride() / 4;
+    p.s = add.f;
+    p.add = true;
+  }
+  p.weight = reinterpret_cast<const float*>(n.b.data);
+  p.out = reinterpret_cast<float*>(n.out.data);
+  p.out_stride = n.out.stride() / 4;
+  p.n = x.cols();
+  p.eps = n.f;
+  if (quant) {
+    const ActQ8 a = act_q8_scratch(ctx, n.out.rows(), n.out.cols());
+    p.q = a.q;
+    p.ds = a.ds;
+  }
+  ctx.act_cache() = {};
+  add_norm_quant_kernel<<<unsigned(x.rows()), norm_threads(p.n), 0, ctx.stream()>>>(p);
+  CERA_CUDA_LAUNCHED();
+  if (quant) ctx.act_cache() = {n.out.data, n.out.stride(), n.out.cols(), n.out.rows(), 32};
+  return has_add ? 2 : 1;
+}
+
+size_t fuse_act_quant(CudaContext& ctx, const Call& c, const Call* next) {
+  if (!q8_consumer(next, c.out) || !same_or_disjoint(c.out, c.a) || !same_or_disjoint(c.out, c.b)) return 0;
+  const ActQ8 a = act_q8_scratch(ctx, c.out.rows(), c.out.cols());
+  ActQuantParams p{reinterpret_cast<const float*>(c.a.data), reinterpret_cast<const float*>(c.b.data),
+                   reinterpret_cast<float*>(c.out.data), c.a.stride() / 4, c.b.stride() / 4, c.out.stride() / 4,
+                   c.out.cols(), c.act == Activation::kGeluTanh, a.q, a.ds};
+  ctx.act_cache() = {};
+  act_quant_kernel<<<dim3(ceil_div(p.n / 32, 8), unsigned(c.out.rows())), 256, 0, ctx.stream()>>>(p);
+  CERA_CUDA_LAUNCHED();
+  ctx.act_cache() = {c.out.data, c.out.stride(), c.out.cols(), c.out.rows(), 32};
+  return 1;
+}
+
+bool same_rope(const RopeParams& a, const RopeParams& b) {
+  return a.kind == b.kind && a.n_rot == b.n_rot && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
+         a.freq_factors == b.freq_factors;
+}
+
+size_t fuse_rope_store(CudaContext& ctx, const Call& rq, const Call* rk, const Call* st) {
+  if (rk == nullptr || st == nullptr || rk->verb != Verb::kRope || st->verb != Verb::kKvStore) return 0;
+  const TensorView &q = rq.out, &k = rk->out, &v = st->b;
+  const auto n_tokens = static_cast<int64_t>(rq.i[0].size());
+  if (rk->i[0].data() != rq.i[0].data() || rk->i[0].size() != rq.i[0].size() || !same_rope(rq.rope, rk->rope)) return 0;
+  if (st->i[0].size() != rq.i[0].size() || n_tokens == 0) return 0;
+  // Q and K heads packed ([head_dim, heads, tokens]); the stored K is the roped K buffer.
+  const int64_t hd = q.cols();
+  if (k.cols() != hd || !q.packed() || !k.packed() || !st->a.packed() || st->a.data != k.data) return 0;
+  if (st->a.n_elements() != k.n_elements() || !disjoint(q, k) || !disjoint(k, v) || !disjoint(q, v)) return 0;
+  if (st->layer.k.cols() % hd != 0 || q.rows() % n_tokens != 0 || k.rows() % n_tokens != 0) return 0;
+  RopeStoreParams p{};
+  p.q = reinterpret_cast<float*>(q.data);
+  p.k = reinterpret_cast<float*>(k.data);
+  p.v = reinterpret_cast<const float*>(v.data);
+  p.n_head = int32_t(q.rows() / n_tokens);
+  p.head_dim = int32_t(hd);
+  p.q_token_stride = p.n_head * hd;
+  p.k_token_stride = k.rows() / n_tokens * hd;
+  p.v_token_stride = v.stride() / 4;
+  p.cache_k = reinterpret_cast<float*>(st->layer.k.data);
+  p.cache_v = reinterpret_cast<float*>(st->layer.v.data);
+  p.cache_k_stride = st->layer.k.stride() / 4;
+  p.cache_v_stride = st->layer.v.stride() / 4;
+  p.positions = ctx.device_array(rq.i[0]);
+  p.slots = ctx.device_array(st->i[0]);
+  p.rope = {rq.rope.freq_factors != nullptr
+                ? ctx.device_array(std::span(rq.rope.freq_factors, size_t(rq.rope.n_rot / 2)))
+                : nullptr,
+            rq.rope.n_rot, rq.rope.freq_base, rq.rope.freq_scale, rq.rope.kind == RopeKind::kNeox};
+  const int64_t n_kv_heads = k.rows() / n_tokens;
+  ctx.act_cache() = {};
+  const unsigned threads = rq.rope.n_rot / 2 >= 64 ? 64 : 32;  // as launch_rope
+  rope_store_kernel<<<dim3(unsigned(p.n_head + n_kv_heads), unsigned(n_tokens)), threads, 0, ctx.stream()>>>(p);
+  CERA_CUDA_LAUNCHED();
+  return 3;
+}
+
+}  // namespace
+
+size_t run_fused(CudaContext& ctx, std::span<const Call> calls, size_t i) {
+  auto at = [&](size_t k) -> const Call* { return i + k < calls.size() ? &calls[i + k] : nullptr; };
+  const Call& c = calls[i];
+  switch (c.verb) {
+    case Verb::kAddScaled: {
+      const Call* n = at(1);
+      if (n == nullptr || n->verb != Verb::kRmsNorm) return 0;
+      return fuse_add_norm(ctx, c, n, at(2));
+    }
+    case Verb::kRmsNorm: return fuse_add_norm(ctx, c, nullptr, at(1));
+    case Verb::kGatedActivation: return fuse_act_quant(ctx, c, at(1));
+    case Verb::kRope: return fuse_rope_store(ctx, c, at(1), at(2));
+    default: return 0;
+  }
+}
+
+}  // namespace cera::ops::cuda

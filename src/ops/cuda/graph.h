@@ -1,0 +1,98 @@
+// Transparent CUDA graphs for the eager verb API. Verbs are logged (validated at once, launched
+// later) from the first verb after a synchronisation point until download()/synchronize(); the
+// log is then launched as one graph. A log is keyed by its signature (every call's verb, views,
+// scalars and host-array staging slots: everything but the host arrays' contents), so a decode
+// step whose only change is positions/slots/block-table contents relaunches the cached executable
+// graph without capture; a new signature is captured and either updates the executable graph of
+// the same topology (cudaGraphExecUpdate) or is instantiated. Host arrays are copied at record
+// time into a pinned staging arena whose device mirror one memcpy node at the graph's head fills.
+// Decision: logging (rather than capturing every forward) is what removes the host cost: a hit
+// costs validation + a signature compare + one cudaGraphLaunch. Replay also fuses call patterns
+// (fused.h) that the eager API cannot see. Batches that reach cuBLAS run eagerly, uncaptured.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ops/cuda/cuda_context.h"
+
+namespace cera::ops::cuda {
+
+enum class Verb : uint8_t { kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention };
+
+// One verb call with its arguments by value. Views by verb: embed (out, a = table); matmul (out,
+// a = weight, b = x, c = bias or null data); rms_norm (out, a = x, b = weight); rope (out = x);
+// gated_activation (out, a = gate, b = up); add_scaled (out, a, b); scale (out = x);
+// kv_store (a = k, b = v); attention (out, a = q). Host arrays: embed tokens = i[0]; rope
+// positions = i[0] (freq_factors in rope); kv_store slots = i[0]; attention positions, token_seq,
+// block_tables, table_offset = i[0..3].
+struct Call {
+  Verb verb = Verb::kScale;
+  TensorView out, a, b, c;
+  KvLayer layer;
+  float f = 0.0f;  // embed scale, rms eps, add_scaled scale, scale factor
+  Activation act = Activation::kSilu;
+  RopeParams rope;
+  AttentionParams attn;
+  std::span<const int32_t> i[4];
+};
+
+// Runs one call through the op entries in ctx's current mode.
+void execute(CudaContext& ctx, const Call& call);
+
+class GraphRunner {
+ public:
+  GraphRunner(CudaContext& ctx, bool enabled);
+  ~GraphRunner();
+  GraphRunner(const GraphRunner&) = delete;
+  GraphRunner& operator=(const GraphRunner&) = delete;
+
+  // Records the call (its host arrays copied) or runs it eagerly; throws what the op entry throws.
+  void run(const Call& call);
+  // Launches what is logged (no host synchronisation); the next verb starts a new log.
+  void flush();
+  // The caller synchronised the stream: staging may be rewritten without waiting.
+  void synced() { launched_unsynced_ = false; }
+
+  struct Stats {
+    uint64_t launches = 0, captures = 0, updates = 0, instantiations = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  enum class Segment : uint8_t { kNone, kRecord, kEager };
+  struct Entry {
+    uint64_t hash = 0, topo = 0, last_use = 0;
+    std::vector<uint64_t> sig;
+    cudaGraphExec_t exec = nullptr;
+  };
+  bool recordable(const Call& c) const;
+  bool stage(Call& c);  // copies c's host arrays into the arena; false when it is full
+  std::span<const int32_t> stage_array(std::span<const int32_t> a, bool& ok);
+  const std::byte* stage_bytes(const void* p, uint64_t bytes, bool& ok);
+  cudaGraph_t capture();
+  Entry& install(cudaGraph_t graph, uint64_t hash, uint64_t topo, std::vector<uint64_t>&& sig);
+  void clear_entries();
+
+  CudaContext& ctx_;
+  bool enabled_;
+  Segment segment_ = Segment::kNone;
+  std::vector<Call> log_;
+  std::byte* arena_host_ = nullptr;  // pinned
+  std::byte* arena_device_ = nullptr;
+  uint64_t arena_pos_ = 0;
+  struct Staged {
+    const void* src;
+    uint64_t bytes, offset;
+  };
+  std::vector<Staged> staged_;  // this log's copies, for reuse of repeated arrays
+  std::vector<Entry> entries_;
+  uint64_t use_clock_ = 0, epoch_ = 0;
+  cudaEvent_t launch_done_ = nullptr;
+  bool launched_unsynced_ = false;
+  std::vector<uint64_t> sig_;  // scratch for the signature being built
+  Stats stats_;
+};
+
+}  // namespace cera::ops::cuda
