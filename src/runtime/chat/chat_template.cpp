@@ -2,6 +2,8 @@
 // so a template that would fail in some branch fails at load time, naming the construct.
 #include "runtime/chat/chat_template.h"
 
+#include "runtime/chat/builtin_templates.h"
+
 #include "runtime/chat/builtins.h"
 #include "runtime/chat/evaluator.h"
 #include "runtime/chat/lexer.h"
@@ -80,7 +82,16 @@ Result<std::string> ChatTemplate::render(const ChatContext& context) const {
 
 Result<ChatTemplate> chat_template_from_gguf(const format::GgufFile& file) {
   const format::GgufValue* v = file.find("tokenizer.chat_template");
-  if (v == nullptr) return not_found("the model file has no tokenizer.chat_template");
+  if (v == nullptr) {
+    const std::string arch = file.get_or<std::string>("general.architecture", "").value_or("");
+    if (auto builtin = builtin_template_for_arch(arch)) {
+      auto t = ChatTemplate::parse(*builtin);
+      if (!t.ok()) return t.status().with_context("built-in " + arch + " chat template");
+      return t;
+    }
+    return not_found("the model file has no tokenizer.chat_template and cera has no built-in template for "
+                     "architecture '" + arch + "'");
+  }
   const std::string* s = v->string();
   if (s == nullptr) return corrupt("tokenizer.chat_template is not a string");
   auto t = ChatTemplate::parse(*s);

@@ -43,7 +43,8 @@ class ChatTemplate {
   std::shared_ptr<const Parsed> parsed_;
 };
 
-// The template stored under tokenizer.chat_template; kNotFound when the file has none.
+// The template stored under tokenizer.chat_template, else cera's built-in one for the file's
+// architecture (builtin_templates.h); kNotFound when there is neither.
 Result<ChatTemplate> chat_template_from_gguf(const format::GgufFile& file);
 
 // The texts of the vocabulary's BOS and EOS tokens ("" when it has none), as templates expect
