@@ -167,7 +167,7 @@ Result<HfConfig> parse_hf_config(const JsonValue& j, const std::string& where) {
 
 Result<HfConfig> read_hf_config(const std::filesystem::path& dir) {
   const std::string path = (dir / "config.json").string();
-  CERA_ASSIGN_OR_RETURN(JsonValue j, read_json_file(path));
+  CERA_ASSIGN_OR_RETURN(JsonValue j, format::read_json_file(path));
   return parse_hf_config(j, path);
 }
 

@@ -8,10 +8,12 @@
 #include <optional>
 #include <string>
 
-#include "convert/json.h"
+#include "format/json.h"
 #include "core/status.h"
 
 namespace cera::convert {
+
+using format::JsonValue;
 
 enum class HfArch { kLlama, kMistral, kQwen2, kQwen3, kGranite };
 

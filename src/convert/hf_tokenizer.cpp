@@ -139,12 +139,12 @@ Status add_hf_tokenizer(const std::filesystem::path& dir, const HfConfig& config
     return {};
   }
   const std::string where = tok_path.string();
-  CERA_ASSIGN_OR_RETURN(const JsonValue tok, read_json_file(where));
+  CERA_ASSIGN_OR_RETURN(const JsonValue tok, format::read_json_file(where));
   JsonValue tc = JsonValue::make_object({});
   const auto tc_path = dir / "tokenizer_config.json";
   const bool has_tc = std::filesystem::exists(tc_path);
   if (has_tc) {
-    CERA_ASSIGN_OR_RETURN(tc, read_json_file(tc_path.string()));
+    CERA_ASSIGN_OR_RETURN(tc, format::read_json_file(tc_path.string()));
   }
 
   const JsonValue* model = tok.find("model");

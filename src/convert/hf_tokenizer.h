@@ -9,9 +9,11 @@
 
 #include "convert/gguf_stream.h"
 #include "convert/hf_config.h"
-#include "convert/json.h"
+#include "format/json.h"
 
 namespace cera::convert {
+
+using format::JsonValue;
 
 // GGUF tokenizer.ggml.token_type values.
 enum class TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };

@@ -6,10 +6,14 @@
 #include <cstring>
 #include <set>
 
-#include "convert/json.h"
+#include "format/json.h"
 #include "core/half.h"
 
 namespace cera::convert {
+
+using format::JsonValue;
+using format::parse_json;
+using format::read_json_file;
 
 uint32_t st_dtype_size(StDType t) { return t == StDType::kF32 ? 4 : 2; }
 const char* st_dtype_name(StDType t) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "format/json.h"
 #include "runtime/chat/value.h"
 
 namespace cera::runtime::chat {
@@ -122,190 +123,30 @@ Status write_json(const Value& v, int indent, int depth, std::string& out) {
   return ok_status();
 }
 
-class JsonParser {
- public:
-  explicit JsonParser(std::string_view text) : s_(text) {}
-
-  Result<Value> parse_document() {
-    CERA_ASSIGN_OR_RETURN(Value v, parse_value(0));
-    skip_ws();
-    if (pos_ != s_.size()) return error("trailing characters");
-    return v;
-  }
-
- private:
-  Status error(const std::string& what) const {
-    return invalid_argument("JSON: " + what + " at offset " + std::to_string(pos_));
-  }
-  void skip_ws() {
-    while (pos_ < s_.size() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t'))
-      ++pos_;
-  }
-  bool consume(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) return false;
-    pos_ += word.size();
-    return true;
-  }
-
-  Result<Value> parse_value(int depth) {
-    if (depth > 256) return error("nesting too deep");
-    skip_ws();
-    if (pos_ >= s_.size()) return error("unexpected end");
-    const char c = s_[pos_];
-    if (c == '{') return parse_object(depth);
-    if (c == '[') return parse_array(depth);
-    if (c == '"') {
-      CERA_ASSIGN_OR_RETURN(std::string str, parse_string());
-      return Value(std::move(str));
+// JSON text is parsed by the one strict JSON reader of the project (format/json.h); here its
+// document becomes a template Value, objects keeping their key order like Python's json.loads
+// (a repeated key keeps the last value, as json.loads does).
+Value from_json(const format::JsonValue& j) {
+  switch (j.kind()) {
+    case format::JsonKind::kNull: return Value::none();
+    case format::JsonKind::kBool: return Value(*j.as_bool());
+    case format::JsonKind::kNumber:
+      if (auto i = j.as_int()) return Value(*i);
+      return Value(*j.as_double());
+    case format::JsonKind::kString: return Value(*j.as_string());
+    case format::JsonKind::kArray: {
+      Array a;
+      for (const format::JsonValue& e : *j.as_array()) a.push_back(from_json(e));
+      return Value(std::move(a));
     }
-    if (consume("true")) return Value(true);
-    if (consume("false")) return Value(false);
-    if (consume("null")) return Value::none();
-    return parse_number();
-  }
-
-  Result<Value> parse_object(int depth) {
-    ++pos_;
-    Object o;
-    skip_ws();
-    if (consume("}")) return Value(std::move(o));
-    while (true) {
-      skip_ws();
-      if (pos_ >= s_.size() || s_[pos_] != '"') return error("expected a key");
-      CERA_ASSIGN_OR_RETURN(std::string key, parse_string());
-      skip_ws();
-      if (!consume(":")) return error("expected ':'");
-      CERA_ASSIGN_OR_RETURN(Value v, parse_value(depth + 1));
-      o.set(std::move(key), std::move(v));
-      skip_ws();
-      if (consume("}")) return Value(std::move(o));
-      if (!consume(",")) return error("expected ',' or '}'");
+    case format::JsonKind::kObject: {
+      Object o;
+      for (const auto& [key, value] : *j.as_object()) o.set(key, from_json(value));
+      return Value(std::move(o));
     }
   }
-
-  Result<Value> parse_array(int depth) {
-    ++pos_;
-    Array a;
-    skip_ws();
-    if (consume("]")) return Value(std::move(a));
-    while (true) {
-      CERA_ASSIGN_OR_RETURN(Value v, parse_value(depth + 1));
-      a.push_back(std::move(v));
-      skip_ws();
-      if (consume("]")) return Value(std::move(a));
-      if (!consume(",")) return error("expected ',' or ']'");
-    }
-  }
-
-  static void append_utf8(uint32_t cp, std::string& out) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  Result<uint32_t> parse_hex4() {
-    if (pos_ + 4 > s_.size()) return error("short \\u escape");
-    uint32_t cp = 0;
-    auto r = std::from_chars(s_.data() + pos_, s_.data() + pos_ + 4, cp, 16);
-    if (r.ptr != s_.data() + pos_ + 4) return error("bad \\u escape");
-    pos_ += 4;
-    return cp;
-  }
-
-  Result<std::string> parse_string() {
-    ++pos_;
-    std::string out;
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_++];
-      if (c == '"') return out;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= s_.size()) break;
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '/':
-          out += '/';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'u': {
-          CERA_ASSIGN_OR_RETURN(uint32_t cp, parse_hex4());
-          if (cp >= 0xD800 && cp < 0xDC00 && consume("\\u")) {
-            CERA_ASSIGN_OR_RETURN(uint32_t lo, parse_hex4());
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          }
-          append_utf8(cp, out);
-          break;
-        }
-        default:
-          return error(std::string("bad escape \\") + e);
-      }
-    }
-    return error("unterminated string");
-  }
-
-  Result<Value> parse_number() {
-    const size_t start = pos_;
-    bool is_float = false;
-    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_];
-      if (c == '.' || c == 'e' || c == 'E' || c == '+' || (c == '-' && pos_ > start))
-        is_float = true;
-      else if (c < '0' || c > '9')
-        break;
-      ++pos_;
-    }
-    const std::string_view t = s_.substr(start, pos_ - start);
-    if (t.empty() || t == "-") return error("unexpected character");
-    if (!is_float) {
-      int64_t i = 0;
-      auto r = std::from_chars(t.data(), t.data() + t.size(), i);
-      if (r.ec == std::errc() && r.ptr == t.data() + t.size()) return Value(i);
-    }
-    double d = 0;
-    auto r = std::from_chars(t.data(), t.data() + t.size(), d);
-    if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return error("bad number");
-    return Value(d);
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
-};
+  return Value::none();
+}
 
 }  // namespace
 
@@ -316,7 +157,8 @@ Result<std::string> to_json(const Value& v, int indent) {
 }
 
 Result<Value> parse_json(std::string_view text) {
-  return JsonParser(text).parse_document();
+  CERA_ASSIGN_OR_RETURN(const format::JsonValue j, format::parse_json(text));
+  return from_json(j);
 }
 
 }  // namespace cera::runtime::chat

@@ -1,13 +1,13 @@
 // Recursive-descent JSON parser. Numbers are parsed with strtod over a validated lexeme (the
 // grammar check is ours, so strtod's leniency — hex, "inf", leading '+' — never applies).
-#include "convert/json.h"
+#include "format/json.h"
 
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
-namespace cera::convert {
+namespace cera::format {
 
 JsonValue JsonValue::make_bool(bool b) {
   JsonValue v;
@@ -375,4 +375,4 @@ Result<JsonValue> read_json_file(const std::string& path) {
   return v;
 }
 
-}  // namespace cera::convert
+}  // namespace cera::format

@@ -2,9 +2,9 @@
 // name the position of the fault.
 #include <gtest/gtest.h>
 
-#include "convert/json.h"
+#include "format/json.h"
 
-namespace cera::convert {
+namespace cera::format {
 namespace {
 
 TEST(Json, ParsesNestedDocument) {
@@ -99,4 +99,4 @@ TEST(Json, ReadFileNamesThePath) {
 }
 
 }  // namespace
-}  // namespace cera::convert
+}  // namespace cera::format

@@ -13,7 +13,7 @@
 
 #include "core/status.h"
 
-namespace cera::convert {
+namespace cera::format {
 
 enum class JsonKind { kNull, kBool, kNumber, kString, kArray, kObject };
 
@@ -67,4 +67,4 @@ Result<JsonValue> parse_json(std::string_view text);
 // Reads and parses a file; errors are prefixed with the path.
 Result<JsonValue> read_json_file(const std::string& path);
 
-}  // namespace cera::convert
+}  // namespace cera::format
