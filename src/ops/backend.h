@@ -48,6 +48,26 @@ struct RopeParams {
 
 enum class Activation : uint8_t { kSilu, kGeluTanh };
 
+// Verbs beyond the dense transformer's, which a backend may not have yet; models that need one
+// check supports() at load time so the error comes then, naming the backend.
+enum class Feature : uint8_t {
+  kShortConv,  // short_conv (lfm2's gated short convolution)
+  kMoe,        // moe_route, matmul_experts, moe_combine (qwen3moe, lfm2moe)
+};
+
+enum class RouterGating : uint8_t {
+  kSoftmax,  // qwen3moe: softmax over all experts, top-k of the probabilities
+  kSigmoid,  // lfm2moe: sigmoid scores; an optional bias is added only to choose experts
+};
+
+struct RouterParams {
+  int32_t n_expert_used = 0;       // k
+  RouterGating gating = RouterGating::kSoftmax;
+  bool normalize = true;           // divide the chosen weights by their sum
+  float scale = 1.0f;              // then multiply them by this
+  const TensorView* selection_bias = nullptr;  // [n_expert] F32, added to scores for the choice only
+};
+
 // One layer's paged K/V storage. A slot is one token's K (or V) row; slot s of block b is row
 // b * block_size + s. The runtime owns the allocation and the block tables.
 struct KvLayer {
@@ -126,6 +146,26 @@ class Backend {
   // context shift, since RoPE(p + d) = R(d)·RoPE(p).
   virtual void kv_rerotate(const KvLayer& layer, std::span<const int32_t> slots, int32_t delta,
                            int32_t head_dim, const RopeParams& params) = 0;
+
+  // --- optional verbs (see Feature) -------------------------------------------------------
+  virtual bool supports(Feature) const { return false; }
+  // Causal depthwise convolution along the tokens of ONE sequence, in order:
+  // out[c, t] = sum_{j<L} kernel[j, c] * x_ext[c, t + j], where x_ext is the L-1 carried state
+  // columns followed by x. `state` ([n_channels, L-1] as rows of L-1, F32) is read first and
+  // then replaced by the last L-1 inputs. x, out: [n_channels, n_tokens]; kernel: [L, n_channels].
+  // Precondition: supports(Feature::kShortConv).
+  virtual void short_conv(const TensorView& out, const TensorView& x, const TensorView& kernel,
+                          const TensorView& state);
+  // For each token: scores from logits[n_expert, n_tokens] per `params`, the k best experts'
+  // ids into ids[k, n_tokens] (I32) and their weights into weights[k, n_tokens] (F32).
+  virtual void moe_route(const TensorView& ids, const TensorView& weights, const TensorView& logits,
+                         const RouterParams& params);
+  // out[:, j, t] = experts[ids[j, t]] · x[:, t] (x: [n_in, n_tokens]) or · x[:, j, t] when x is
+  // [n_in, k, n_tokens]; experts: [n_in, n_out, n_expert], any matmul weight type.
+  virtual void matmul_experts(const TensorView& out, const TensorView& experts, const TensorView& x,
+                              const TensorView& ids);
+  // out[:, t] = sum_j weights[j, t] * expert_out[:, j, t]; out may alias nothing else.
+  virtual void moe_combine(const TensorView& out, const TensorView& expert_out, const TensorView& weights);
 };
 
 }  // namespace cera::ops
