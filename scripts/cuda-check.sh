@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and benchmarks on the GPU machine in one call and writes a results table.
-#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [bench8b]   (default: all but bench8b)
+#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b]
+#   (default: tests sanitize models bench; eager = 1B Q4_0 decode with CUDA graphs off)
 # Environment:
 #   CERA_BIN     folder with the `cera` and `test_ops_cuda` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
@@ -78,12 +79,19 @@ for s in $sections; do
       grep -h "tokens/s" "$OUT/smol-cuda.err" "$OUT/smol-cpu.err" | tee -a "$OUT/speeds.txt"
     fi
     ;;
+  eager)
+    f=$SYNTH_DIR/llama-1b-q4_0.gguf
+    [ -f "$f" ] || run "synth llama-1b q4_0" synth-eager.log "$CERA" synth --shape llama-1b --type q4_0 -o "$f"
+    CERA_CUDA_GRAPHS=0 run "bench llama-1b q4_0 eager (no graphs)" bench-eager.log \
+      "$CERA" bench -m "$f" --device cuda -p 0 -n 128 -r 3 --no-membw
+    grep -E "^\| tg" "$OUT/bench-eager.log" | sed "s/^/llama-1b q4_0 eager /" | tee -a "$OUT/bench.md"
+    ;;
   bench | bench8b)
     if [ $s = bench ]; then specs="llama-1b:q4_0 llama-1b:f16"; else specs="llama-8b:q4_0 llama-8b:q8_0"; fi
     for spec in $specs; do
       shape=${spec%%:*} type=${spec##*:} f=$SYNTH_DIR/$shape-$type.gguf
       [ -f "$f" ] || run "synth $shape $type" "synth-$shape-$type.log" "$CERA" synth --shape $shape --type $type -o "$f"
-      run "bench $shape $type" "bench-$shape-$type.log" "$CERA" bench -m "$f" --device cuda -p 512 -n 128 -r 3 --no-membw
+      CERA_CUDA_GRAPH_STATS=1 run "bench $shape $type" "bench-$shape-$type.log" "$CERA" bench -m "$f" --device cuda -p 512 -n 128 -r 3 --no-membw
       grep -E "^\| (pp|tg)" "$OUT/bench-$shape-$type.log" | sed "s/^/$shape $type /" | tee -a "$OUT/bench.md"
       if [ "$spec" = llama-8b:q4_0 ] || [ "$spec" = llama-1b:q4_0 ]; then
         run "bench $shape $type depth 4096" "bench-$shape-$type-d4096.log" \

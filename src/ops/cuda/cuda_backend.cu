@@ -3,6 +3,7 @@
 // verbs, as Calls, to the GraphRunner (graph.h), which logs them into CUDA graphs or runs them
 // eagerly. Every verb is asynchronous on the one stream; upload/download/synchronize/import and
 // the release of a Buffer first launch what is logged.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -66,6 +67,12 @@ class CudaBackend final : public Backend {
     try {
       runner_->flush();
     } catch (const std::exception&) {  // destructors must not throw
+    }
+    if (const char* env = std::getenv("CERA_CUDA_GRAPH_STATS"); env != nullptr && env[0] == '1') {
+      const GraphRunner::Stats& s = runner_->stats();
+      std::fprintf(stderr, "cuda graphs: %llu launches, %llu captures, %llu updates, %llu instantiations\n",
+                   (unsigned long long)s.launches, (unsigned long long)s.captures, (unsigned long long)s.updates,
+                   (unsigned long long)s.instantiations);
     }
   }
 

@@ -18,6 +18,14 @@ void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
             const TensorView* bias);
 void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias);
+// Several weights of one type and width applied to the same x in one launch (Q/K/V, gate/up).
+inline constexpr int kMaxGemvParts = 3;
+struct GemvTarget {
+  TensorView out;
+  TensorView weight;
+  const TensorView* bias;
+};
+void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts);
 // The kActQ8 scratch of a GEMV: codes [n_tokens, n_in], then (d, code sum) per 32 elements.
 struct ActQ8 {
   int8_t* q;

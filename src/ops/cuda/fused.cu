@@ -255,6 +255,30 @@ size_t fuse_rope_store(CudaContext& ctx, const Call& rq, const Call* rk, const C
   return 3;
 }
 
+// matmul ; matmul [; matmul] on the same x, weights of one type and width: one GEMV launch.
+size_t fuse_matmuls(CudaContext& ctx, std::span<const Call> calls, size_t i) {
+  const Call& m0 = calls[i];
+  if (m0.b.rows() > kGemvMaxTokens || m0.b.rows() == 0) return 0;
+  size_t n = 1;
+  while (n < size_t(kMaxGemvParts) && i + n < calls.size()) {
+    const Call& m = calls[i + n];
+    if (m.verb != Verb::kMatmul || !same_view(m.b, m0.b) || m.a.dtype != m0.a.dtype || m.a.cols() != m0.a.cols()) break;
+    ++n;
+  }
+  if (n < 2) return 0;
+  GemvTarget parts[kMaxGemvParts];
+  for (size_t k = 0; k < n; ++k) {
+    const Call& m = calls[i + k];
+    if (m.out.rows() == 0 || m.a.rows() == 0 || !disjoint(m.out, m0.b)) return 0;
+    for (size_t j = 0; j < k; ++j) {
+      if (!disjoint(m.out, calls[i + j].out)) return 0;
+    }
+    parts[k] = {m.out, m.a, m.c.data != nullptr ? &m.c : nullptr};
+  }
+  gemv_parts(ctx, m0.b, std::span(parts, n));
+  return n;
+}
+
 }  // namespace
 
 size_t run_fused(CudaContext& ctx, std::span<const Call> calls, size_t i) {
@@ -269,6 +293,7 @@ size_t run_fused(CudaContext& ctx, std::span<const Call> calls, size_t i) {
     case Verb::kRmsNorm: return fuse_add_norm(ctx, c, nullptr, at(1));
     case Verb::kGatedActivation: return fuse_act_quant(ctx, c, at(1));
     case Verb::kRope: return fuse_rope_store(ctx, c, at(1), at(2));
+    case Verb::kMatmul: return fuse_matmuls(ctx, calls, i);
     default: return 0;
   }
 }

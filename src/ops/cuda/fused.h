@@ -3,6 +3,7 @@
 //   rms_norm(H, X) ; matmul(., Q8_0 weight, H)                              -> norm + quantize
 //   gated_activation(G, ..) ; matmul(., Q8_0 weight, G)                     -> act + quantize
 //   rope(Q) ; rope(K) ; kv_store(K, V)                                      -> one kernel
+//   matmul ; matmul [; matmul] on one x (Q/K/V, gate/up)                    -> one GEMV launch
 // Each writes every output the separate verbs write, with the same float operations, and leaves
 // the quantized activation in the cache (QuantActCache) for the matmuls that follow.
 #pragma once

@@ -15,19 +15,34 @@ namespace {
 constexpr int kWarps = 4;           // rows per block
 constexpr int kMaxTokensPass = 8;   // tokens per pass over the weight
 
-struct GemvParams {
+// One weight of a launch: Q, K and V (gate and up) share the input and go in one launch of up
+// to kMaxGemvParts parts, block ranges [first_block, next part's first_block).
+struct GemvPart {
   QWeight w;
+  float* out;            // token t, row r at out[t * out_stride + r]
+  int64_t out_stride;    // floats
+  const float* bias;     // [n_out] or null
+  int64_t n_out;
+  int64_t first_block;
+};
+
+struct GemvParams {
+  GemvPart part[kMaxGemvParts];
+  int32_t n_parts;
   const int8_t* xq;      // quantized activations: token t at xq + t * n_in
   const float2* xds;     // token t at xds + t * n_in / 32
   const float* xf;       // float activations (plain weights): token t at xf + t * xf_stride
   int64_t xf_stride;     // floats
-  float* out;            // token t, row r at out[t * out_stride + r]
-  int64_t out_stride;    // floats
-  const float* bias;     // [n_out] or null
   int64_t n_in;
-  int64_t n_out;
   int64_t units_per_row;
 };
+
+__device__ __forceinline__ const GemvPart& part_of(const GemvParams& p) {
+  int i = 0;
+  if (p.n_parts > 1 && blockIdx.x >= p.part[1].first_block) i = 1;
+  if (p.n_parts > 2 && blockIdx.x >= p.part[2].first_block) i = 2;
+  return p.part[i];
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -35,7 +50,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 template <int B>
-__device__ __forceinline__ void store_rows(const GemvParams& p, int64_t row, float (&acc)[B]) {
+__device__ __forceinline__ void store_rows(const GemvPart& p, int64_t row, float (&acc)[B]) {
   const int lane = threadIdx.x & 31;
   for (int t = 0; t < B; ++t) {
     const float v = warp_sum(acc[t]);
@@ -48,8 +63,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_consta
   using U = Unit<T>;
   constexpr int kUnroll = U::kElems == 32 ? 4 : 2;  // units in flight per lane
   const int lane = threadIdx.x & 31;
-  const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
-  if (row >= p.n_out) return;
+  const GemvPart& P = part_of(p);
+  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
+  if (row >= P.n_out) return;
   const int64_t nu = p.units_per_row, base = row * nu;
   ActRow x[B];
   for (int t = 0; t < B; ++t) x[t] = {p.xq + t * p.n_in, p.xds + t * (p.n_in / 32)};
@@ -58,19 +74,30 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_consta
   for (; u + 32 * (kUnroll - 1) < nu; u += 32 * kUnroll) {
     typename U::Raw r[kUnroll];
 #pragma unroll
-    for (int k = 0; k < kUnroll; ++k) r[k] = U::load(p.w, base + u + 32 * k);
+    for (int k = 0; k < kUnroll; ++k) r[k] = U::load(P.w, base + u + 32 * k);
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
 #pragma unroll
       for (int t = 0; t < B; ++t) acc[t] += U::dot(r[k], x[t], u + 32 * k);
     }
   }
-  for (; u < nu; u += 32) {
-    const typename U::Raw r = U::load(p.w, base + u);
+  // Tail: all of this lane's remaining units loaded before the first dot (short rows, e.g.
+  // n_in = 2048, are all tail: 2 loads in flight per lane instead of 1).
+  if (u < nu) {
+    typename U::Raw r[kUnroll];
 #pragma unroll
-    for (int t = 0; t < B; ++t) acc[t] += U::dot(r, x[t], u);
+    for (int k = 0; k < kUnroll; ++k) {
+      if (u + 32 * k < nu) r[k] = U::load(P.w, base + u + 32 * k);
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      if (u + 32 * k < nu) {
+#pragma unroll
+        for (int t = 0; t < B; ++t) acc[t] += U::dot(r[k], x[t], u + 32 * k);
+      }
+    }
   }
-  store_rows<B>(p, row, acc);
+  store_rows<B>(P, row, acc);
 }
 
 // kVec weights per lane step: 16 bytes' worth when rows are 16-byte aligned, else 1.
@@ -103,11 +130,13 @@ __device__ __forceinline__ void load_plain(const uint8_t* row, int64_t i, float 
 template <DType T, int B, int kVec>
 __global__ void __launch_bounds__(kWarps * 32) gemv_f_kernel(const __grid_constant__ GemvParams p) {
   const int lane = threadIdx.x & 31;
-  const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
-  if (row >= p.n_out) return;
-  const uint8_t* wrow = p.w.r0 + row * p.w.row_stride;
+  const GemvPart& P = part_of(p);
+  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
+  if (row >= P.n_out) return;
+  const uint8_t* wrow = P.w.r0 + row * P.w.row_stride;
   const int64_t nu = p.n_in / kVec;
   float acc[B] = {};
+#pragma unroll 4  // 4 independent 16-byte weight loads in flight per lane
   for (int64_t u = lane; u < nu; u += 32) {
     float w[kVec];
     load_plain<T, kVec>(wrow, u, w);
@@ -125,7 +154,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_f_kernel(const __grid_consta
       }
     }
   }
-  store_rows<B>(p, row, acc);
+  store_rows<B>(P, row, acc);
 }
 
 struct QuantizeActParams {
@@ -247,21 +276,38 @@ bool gemv_takes_q8_0(const TensorView& weight, int64_t n_tokens) {
 
 void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias) {
-  const int64_t n_in = weight.cols(), n_out = weight.rows(), n_tokens = x.rows();
+  const GemvTarget one{out, weight, bias};
+  gemv_parts(ctx, x, std::span(&one, 1));
+}
+
+void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts) {
+  CERA_CHECK(!parts.empty() && parts.size() <= size_t(kMaxGemvParts));
+  const TensorView& weight = parts[0].weight;
+  const int64_t n_in = weight.cols(), n_tokens = x.rows();
   const DType t = weight.dtype;
   const bool plain = dtype_block_size(t) == 1;
   GemvParams p{};
-  p.w = qweight_of(t, weight.data, n_in, n_out, weight.stride());
+  p.n_parts = int32_t(parts.size());
+  int64_t blocks = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const GemvTarget& g = parts[i];
+    CERA_CHECK(g.weight.dtype == t && g.weight.cols() == n_in);
+    GemvPart& q = p.part[i];
+    q.w = qweight_of(t, g.weight.data, n_in, g.weight.rows(), g.weight.stride());
+    q.n_out = g.weight.rows();
+    q.out_stride = g.out.stride() / 4;
+    q.bias = g.bias != nullptr ? reinterpret_cast<const float*>(g.bias->data) : nullptr;
+    q.first_block = blocks;
+    blocks += ceil_div(q.n_out, kWarps);
+  }
   p.n_in = n_in;
-  p.n_out = n_out;
-  p.out_stride = out.stride() / 4;
-  p.bias = bias != nullptr ? reinterpret_cast<const float*>(bias->data) : nullptr;
   int64_t vec = 1;
   if (plain) {
     const int64_t wide = t == DType::kF32 ? 4 : 8;
-    const bool aligned = n_in % wide == 0 && weight.stride() % 16 == 0 && x.stride() % 16 == 0 &&
-                         reinterpret_cast<uintptr_t>(weight.data) % 16 == 0 &&
-                         reinterpret_cast<uintptr_t>(x.data) % 16 == 0;
+    bool aligned = n_in % wide == 0 && x.stride() % 16 == 0 && reinterpret_cast<uintptr_t>(x.data) % 16 == 0;
+    for (const GemvTarget& g : parts) {
+      aligned = aligned && g.weight.stride() % 16 == 0 && reinterpret_cast<uintptr_t>(g.weight.data) % 16 == 0;
+    }
     vec = aligned ? wide : 1;
     p.xf_stride = x.stride() / 4;
   } else {
@@ -289,7 +335,7 @@ void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokensPass) {
     const int b = int(std::min<int64_t>(kMaxTokensPass, n_tokens - t0));
     GemvParams pp = p;
-    pp.out = reinterpret_cast<float*>(out.row(t0));
+    for (size_t i = 0; i < parts.size(); ++i) pp.part[i].out = reinterpret_cast<float*>(parts[i].out.row(t0));
     if (plain) {
       pp.xf = reinterpret_cast<const float*>(x.row(t0));
     } else {
@@ -298,7 +344,7 @@ void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
     }
     const GemvKernel k = pick_kernel(t, b, vec);
     CERA_CHECK_MSG(k != nullptr, "gemv: no kernel for " + std::string(dtype_name(t)));
-    k<<<ceil_div(n_out, kWarps), kWarps * 32, 0, ctx.stream()>>>(pp);
+    k<<<unsigned(blocks), kWarps * 32, 0, ctx.stream()>>>(pp);
     CERA_CUDA_LAUNCHED();
   }
 }
