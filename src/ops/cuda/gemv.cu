@@ -16,7 +16,9 @@ constexpr int kWarps = 4;           // rows per block
 constexpr int kMaxTokensPass = 8;   // tokens per pass over the weight
 
 // One weight of a launch: Q, K and V (gate and up) share the input and go in one launch of up
-// to kMaxGemvParts parts, block ranges [first_block, next part's first_block).
+// to kMaxGemvParts parts, block ranges [first_block, next part's first_block). With the tail loads
+// below: 1B Q4_0 decode 939 -> 1,102 t/s, 8B Q4_0 307 -> 352 (H200): the K/V GEMVs alone filled
+// under one block per SM.
 struct GemvPart {
   QWeight w;
   float* out;            // token t, row r at out[t * out_stride + r]

@@ -9,6 +9,8 @@
 // Decision: logging (rather than capturing every forward) is what removes the host cost: a hit
 // costs validation + a signature compare + one cudaGraphLaunch. Replay also fuses call patterns
 // (fused.h) that the eager API cannot see. Batches that reach cuBLAS run eagerly, uncaptured.
+// Measured on the H200 (docs/benchmarks/cuda.md): 1B Q4_0 decode 591 t/s eager -> 939 with graphs
+// and the fusions, same run; 8B Q4_0 237 -> 307.
 #pragma once
 
 #include <cstdint>
