@@ -61,12 +61,19 @@ TEST(ThreadPool, UsesMoreThanOneThreadWhenAvailable) {
   ThreadPool pool(2);
   std::atomic<int> distinct{0};
   std::atomic<std::thread::id> first{};
-  // Chunks that each take a while: the worker must pick some of them up.
+  // Whoever takes a chunk first waits (up to 10 s, so a loaded machine cannot make this flaky)
+  // until a chunk runs on another thread: only a pool that never uses its worker fails.
   pool.parallel_for(64, 1, [&](int64_t, int64_t) {
     std::thread::id none{};
     const std::thread::id me = std::this_thread::get_id();
-    if (!first.compare_exchange_strong(none, me) && none != me) distinct.store(1);
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (first.compare_exchange_strong(none, me)) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (distinct.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    } else if (none != me) {
+      distinct.store(1);
+    }
   });
   EXPECT_EQ(distinct.load(), 1);
 }
