@@ -149,12 +149,16 @@ class Backend {
 
   // --- optional verbs (see Feature) -------------------------------------------------------
   virtual bool supports(Feature) const { return false; }
-  // Causal depthwise convolution along the tokens of ONE sequence, in order:
-  // out[c, t] = sum_{j<L} kernel[j, c] * x_ext[c, t + j], where x_ext is the L-1 carried state
-  // columns followed by x. `state` ([n_channels, L-1] as rows of L-1, F32) is read first and
-  // then replaced by the last L-1 inputs. x, out: [n_channels, n_tokens]; kernel: [L, n_channels].
+  // lfm2's gated causal depthwise convolution along the tokens of ONE sequence, in order, in one
+  // call for all of them. bcx: [3 * n_channels, n_tokens], each token's row is (B, C, x) (the
+  // input projection's output, unsplit); with u = B ⊙ x,
+  // out[c, t] = C[c, t] * sum_{j<L} kernel[j, c] * u_ext[c, t + j], where u_ext is the L-1
+  // carried state columns followed by u. `state` ([L-1, n_channels]: one row of L-1 per channel,
+  // F32) is read first and then replaced by the last L-1 columns of u_ext. out: [n_channels,
+  // n_tokens], aliases nothing; kernel: [L, n_channels] F32. The gates ride in the verb so that a
+  // device runs the whole mixer in one launch (there is no elementwise-multiply verb).
   // Precondition: supports(Feature::kShortConv).
-  virtual void short_conv(const TensorView& out, const TensorView& x, const TensorView& kernel,
+  virtual void short_conv(const TensorView& out, const TensorView& bcx, const TensorView& kernel,
                           const TensorView& state);
   // For each token: scores from logits[n_expert, n_tokens] per `params`, the k best experts'
   // ids into ids[k, n_tokens] (I32) and their weights into weights[k, n_tokens] (F32).

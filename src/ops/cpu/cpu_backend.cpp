@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ops/cpu/cpu_context.h"
+#include "ops/cpu/cpu_optional_verbs.h"
 #include "ops/cpu/repack.h"
 #include "quant/quant.h"
 
@@ -165,6 +166,22 @@ class CpuBackend final : public Backend {
   void kv_rerotate(const KvLayer& layer, std::span<const int32_t> slots, int32_t delta,
                    int32_t head_dim, const RopeParams& params) override {
     cpu::kv_rerotate(ctx_, layer, slots, delta, head_dim, params);
+  }
+  bool supports(Feature) const override { return true; }  // kShortConv and kMoe (cpu_conv/cpu_moe.cpp)
+  void short_conv(const TensorView& out, const TensorView& bcx, const TensorView& kernel,
+                  const TensorView& state) override {
+    cpu::short_conv(ctx_, out, bcx, kernel, state);
+  }
+  void moe_route(const TensorView& ids, const TensorView& weights, const TensorView& logits,
+                 const RouterParams& params) override {
+    cpu::moe_route(ctx_, ids, weights, logits, params);
+  }
+  void matmul_experts(const TensorView& out, const TensorView& experts, const TensorView& x,
+                      const TensorView& ids) override {
+    cpu::matmul_experts(ctx_, out, experts, x, ids);
+  }
+  void moe_combine(const TensorView& out, const TensorView& expert_out, const TensorView& weights) override {
+    cpu::moe_combine(ctx_, out, expert_out, weights);
   }
 
  private:
