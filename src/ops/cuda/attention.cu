@@ -36,9 +36,35 @@ struct AttnParams {
   int32_t block_size, head_dim, n_head, n_group, n_chunks, window;
   float scale, softcap;
   int32_t n_split;
+  bool vec_rows;       // cache rows and head offsets 16-byte aligned: lanes load D floats at once
   float* partial_acc;  // [n_tokens, n_head, n_split, head_dim]
   float2* partial_ml;  // [n_tokens, n_head, n_split] (max, sum)
 };
+
+// Elements lane * D .. lane * D + D - 1 of a cache row (zeros past head_dim). With aligned rows
+// a lane's D contiguous floats are one float4/float2 load (one 16-byte LDG per lane per row
+// instead of D 4-byte loads).
+template <int D>
+__device__ __forceinline__ void load_head(const float* r, int lane, int head_dim, bool vec, float (&x)[D]) {
+  if constexpr (D % 4 == 0) {
+    if (vec && lane * D + D <= head_dim) {
+#pragma unroll
+      for (int d = 0; d < D; d += 4) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(r + lane * D + d));
+        x[d] = v.x; x[d + 1] = v.y; x[d + 2] = v.z; x[d + 3] = v.w;
+      }
+      return;
+    }
+  } else if constexpr (D == 2) {
+    if (vec && lane * D + D <= head_dim) {
+      const float2 v = __ldg(reinterpret_cast<const float2*>(r + lane * D));
+      x[0] = v.x; x[1] = v.y;
+      return;
+    }
+  }
+#pragma unroll
+  for (int d = 0; d < D; ++d) x[d] = lane * D + d < head_dim ? __ldg(r + lane * D + d) : 0.0f;
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -47,7 +73,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 template <int D>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid_constant__ AttnParams p) {
-  constexpr int kE = D >= 8 ? 2 : 4;  // entries in flight per warp
+  constexpr int kE = D >= 8 ? 2 : 4;  // entries in flight per warp (K and V: 2 kE row loads)
   extern __shared__ float smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * kMaxGroup;
@@ -80,14 +106,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
     for (int j = 0; j < kE; ++j) {
       const int ej = min(e + j, hi);
       const int64_t slot = int64_t(table[ej / p.block_size]) * p.block_size + ej % p.block_size;
-      const float* kr = p.k + slot * p.k_stride + koff;
-      const float* vr = p.v + slot * p.v_stride + koff;
-#pragma unroll
-      for (int d = 0; d < D; ++d) {
-        const int i = lane * D + d;
-        kk[j][d] = i < p.head_dim ? __ldg(kr + i) : 0.0f;
-        vv[j][d] = i < p.head_dim ? __ldg(vr + i) : 0.0f;
-      }
+      load_head<D>(p.k + slot * p.k_stride + koff, lane, p.head_dim, p.vec_rows, kk[j]);
+      load_head<D>(p.v + slot * p.v_stride + koff, lane, p.head_dim, p.vec_rows, vv[j]);
     }
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) {
@@ -162,11 +182,16 @@ __global__ void attention_merge_kernel(const __grid_constant__ AttnParams p) {
   const int h = blockIdx.x;
   const int64_t t = blockIdx.y;
   const int64_t base = (t * p.n_head + h) * p.n_split;
+  // Splits past the token's position hold nothing (same split length as attention_kernel): at
+  // short contexts most of them, so the merge reads only the ones that saw entries.
+  const int32_t pos = p.positions[t];
+  const int split_len = max(kMinSplitLen, (pos + p.n_split) / p.n_split);
+  const int n_live = min(p.n_split, pos / split_len + 1);
   float mx = -INFINITY;
-  for (int s = 0; s < p.n_split; ++s) mx = fmaxf(mx, p.partial_ml[base + s].x);
+  for (int s = 0; s < n_live; ++s) mx = fmaxf(mx, p.partial_ml[base + s].x);
   for (int i = threadIdx.x; i < p.head_dim; i += blockDim.x) {
     float sum = 0.0f, a = 0.0f;
-    for (int s = 0; s < p.n_split; ++s) {
+    for (int s = 0; s < n_live; ++s) {
       const float2 ml = p.partial_ml[base + s];
       if (ml.x == -INFINITY) continue;
       const float f = __expf(ml.x - mx);
@@ -234,13 +259,17 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.window = a.sliding_window;
   p.scale = a.scale;
   p.softcap = a.softcap;
-  // Split the context when the blocks would not fill the GPU twice over (decode). Splits past a
-  // token's position (kMinSplitLen entries each at least) find no entries and cost one idle block.
+  // Split the context when the blocks would not fill the GPU four times over (decode: 8B, 8 KV
+  // heads -> 64 splits, 512 blocks of 4 warps, ~16 warps per SM streaming K/V; twice over gave
+  // 8 warps per SM). Splits past a token's position (kMinSplitLen entries each at least) find no
+  // entries and cost one idle block.
   const int64_t units = int64_t(a.n_head_kv) * p.n_chunks * n_tokens;
   int64_t n_split = 1;
-  if (units < 2 * ctx.sm_count()) {
-    n_split = std::min<int64_t>((2 * ctx.sm_count() + units - 1) / units, kMaxSplits);
+  if (units < 4 * ctx.sm_count()) {
+    n_split = std::min<int64_t>((4 * ctx.sm_count() + units - 1) / units, kMaxSplits);
   }
+  p.vec_rows = a.head_dim % 4 == 0 && p.k_stride % 4 == 0 && p.v_stride % 4 == 0 &&
+               reinterpret_cast<uintptr_t>(p.k) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v) % 16 == 0;
   p.n_split = int32_t(n_split);
   if (n_split > 1) {
     const int64_t n_part = n_tokens * a.n_head * n_split;

@@ -21,6 +21,14 @@ namespace cera::ops::cuda {
 constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
 
 __device__ __forceinline__ uint4 ld16(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
+// Weight codes are read once per GEMV: bypass L1 so the activations (re-read by every row) keep it.
+__device__ __forceinline__ uint4 ld16_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
@@ -40,8 +48,18 @@ __device__ __forceinline__ int dot16(const uint32_t (&w)[4], const uint4& x, int
 
 struct ActRow {
   const int8_t* q;    // [n_in] codes, 16-byte aligned
-  const float2* ds;   // [n_in / 32] (d, d * sum of the block's codes)
+  const float2* ds;   // [n_in / 32] (d, sum of the block's codes)
 };
+
+// One 32-element activation block, loaded once and dotted with several weight rows (the
+// multi-row GEMV): codes and (d, code sum).
+struct XUnit {
+  uint4 lo, hi;
+  float2 ds;
+};
+__device__ __forceinline__ XUnit load_x(const ActRow& x, int64_t u) {
+  return {ld16(x.q + u * 32), ld16(x.q + u * 32 + 16), __ldg(x.ds + u)};
+}
 
 template <DType T>
 struct Unit;
@@ -52,14 +70,16 @@ struct Unit<DType::kQ4_0> {
   static constexpr int kElems = 32;
   struct Raw { uint4 qs; float d; };
   __device__ static Raw load(const QWeight& w, int64_t b) { return {ld16(w.r0 + b * 16), f16(w.r1 + b * 2)}; }
-  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) {
-    const uint4 x0 = ld16(x.q + u * 32), x1 = ld16(x.q + u * 32 + 16);
+  __device__ static Raw load_stream(const QWeight& w, int64_t b) {
+    return {ld16_stream(w.r0 + b * 16), f16(w.r1 + b * 2)};
+  }
+  __device__ static float dotx(const Raw& r, const XUnit& x) {
     uint32_t lo[4], hi[4];
     for (int i = 0; i < 4; ++i) { lo[i] = word(r.qs, i) & kLow4; hi[i] = (word(r.qs, i) >> 4) & kLow4; }
-    const int s = dot16(hi, x1, dot16(lo, x0, 0));
-    const float2 a = __ldg(x.ds + u);
-    return r.d * a.x * float(s - 8 * int(a.y));
+    const int s = dot16(hi, x.hi, dot16(lo, x.lo, 0));
+    return r.d * x.ds.x * float(s - 8 * int(x.ds.y));
   }
+  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) { return dotx(r, load_x(x, u)); }
 };
 
 template <>
@@ -70,19 +90,21 @@ struct Unit<DType::kQ4_1> {
     const __half2 dm = __ldg(reinterpret_cast<const __half2*>(w.r1) + b);
     return {ld16(w.r0 + b * 16), __low2float(dm), __high2float(dm)};
   }
-  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) {
-    const uint4 x0 = ld16(x.q + u * 32), x1 = ld16(x.q + u * 32 + 16);
+  __device__ static Raw load_stream(const QWeight& w, int64_t b) {
+    const __half2 dm = __ldg(reinterpret_cast<const __half2*>(w.r1) + b);
+    return {ld16_stream(w.r0 + b * 16), __low2float(dm), __high2float(dm)};
+  }
+  __device__ static float dotx(const Raw& r, const XUnit& x) {
     uint32_t lo[4], hi[4];
     for (int i = 0; i < 4; ++i) { lo[i] = word(r.qs, i) & kLow4; hi[i] = (word(r.qs, i) >> 4) & kLow4; }
-    const int s = dot16(hi, x1, dot16(lo, x0, 0));
-    const float2 a = __ldg(x.ds + u);
-    return r.d * a.x * float(s) + r.m * a.x * a.y;
+    const int s = dot16(hi, x.hi, dot16(lo, x.lo, 0));
+    return r.d * x.ds.x * float(s) + r.m * x.ds.x * x.ds.y;
   }
+  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) { return dotx(r, load_x(x, u)); }
 };
 
 // Q5_0 / Q5_1 share the code assembly; kOffset is 16 for Q5_0 (signed codes) and 0 for Q5_1.
-__device__ __forceinline__ int dot_q5(const uint4& qs, uint32_t qh, const ActRow& x, int64_t u) {
-  const uint4 x0 = ld16(x.q + u * 32), x1 = ld16(x.q + u * 32 + 16);
+__device__ __forceinline__ int dot_q5(const uint4& qs, uint32_t qh, const uint4& x0, const uint4& x1) {
   uint32_t lo[4], hi[4];
   for (int i = 0; i < 4; ++i) {
     lo[i] = (word(qs, i) & kLow4) | spread4(qh >> (4 * i));
@@ -98,10 +120,13 @@ struct Unit<DType::kQ5_0> {
   __device__ static Raw load(const QWeight& w, int64_t b) {
     return {ld16(w.r0 + b * 16), __ldg(reinterpret_cast<const uint32_t*>(w.r1) + b), f16(w.r2 + b * 2)};
   }
-  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) {
-    const float2 a = __ldg(x.ds + u);
-    return r.d * a.x * float(dot_q5(r.qs, r.qh, x, u) - 16 * int(a.y));
+  __device__ static Raw load_stream(const QWeight& w, int64_t b) {
+    return {ld16_stream(w.r0 + b * 16), __ldg(reinterpret_cast<const uint32_t*>(w.r1) + b), f16(w.r2 + b * 2)};
   }
+  __device__ static float dotx(const Raw& r, const XUnit& x) {
+    return r.d * x.ds.x * float(dot_q5(r.qs, r.qh, x.lo, x.hi) - 16 * int(x.ds.y));
+  }
+  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) { return dotx(r, load_x(x, u)); }
 };
 
 template <>
@@ -113,10 +138,15 @@ struct Unit<DType::kQ5_1> {
     return {ld16(w.r0 + b * 16), __ldg(reinterpret_cast<const uint32_t*>(w.r1) + b), __low2float(dm),
             __high2float(dm)};
   }
-  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) {
-    const float2 a = __ldg(x.ds + u);
-    return r.d * a.x * float(dot_q5(r.qs, r.qh, x, u)) + r.m * a.x * a.y;
+  __device__ static Raw load_stream(const QWeight& w, int64_t b) {
+    const __half2 dm = __ldg(reinterpret_cast<const __half2*>(w.r2) + b);
+    return {ld16_stream(w.r0 + b * 16), __ldg(reinterpret_cast<const uint32_t*>(w.r1) + b), __low2float(dm),
+            __high2float(dm)};
   }
+  __device__ static float dotx(const Raw& r, const XUnit& x) {
+    return r.d * x.ds.x * float(dot_q5(r.qs, r.qh, x.lo, x.hi)) + r.m * x.ds.x * x.ds.y;
+  }
+  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) { return dotx(r, load_x(x, u)); }
 };
 
 template <>
@@ -126,12 +156,15 @@ struct Unit<DType::kQ8_0> {
   __device__ static Raw load(const QWeight& w, int64_t b) {
     return {ld16(w.r0 + b * 32), ld16(w.r0 + b * 32 + 16), f16(w.r1 + b * 2)};
   }
-  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) {
-    const uint4 x0 = ld16(x.q + u * 32), x1 = ld16(x.q + u * 32 + 16);
-    const uint32_t a[4] = {r.q0.x, r.q0.y, r.q0.z, r.q0.w}, b[4] = {r.q1.x, r.q1.y, r.q1.z, r.q1.w};
-    const int s = dot16(b, x1, dot16(a, x0, 0));
-    return r.d * __ldg(x.ds + u).x * float(s);
+  __device__ static Raw load_stream(const QWeight& w, int64_t b) {
+    return {ld16_stream(w.r0 + b * 32), ld16_stream(w.r0 + b * 32 + 16), f16(w.r1 + b * 2)};
   }
+  __device__ static float dotx(const Raw& r, const XUnit& x) {
+    const uint32_t a[4] = {r.q0.x, r.q0.y, r.q0.z, r.q0.w}, b[4] = {r.q1.x, r.q1.y, r.q1.z, r.q1.w};
+    const int s = dot16(b, x.hi, dot16(a, x.lo, 0));
+    return r.d * x.ds.x * float(s);
+  }
+  __device__ static float dot(const Raw& r, const ActRow& x, int64_t u) { return dotx(r, load_x(x, u)); }
 };
 
 // ---- K-quants: one unit = 64 elements, four units per 256-element super-block ---------------
