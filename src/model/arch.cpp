@@ -5,12 +5,15 @@
 
 namespace cera::model {
 namespace {
-constexpr std::array<std::pair<Arch, std::string_view>, 5> kNames = {{
+constexpr std::array<std::pair<Arch, std::string_view>, 8> kNames = {{
     {Arch::kLlama, "llama"},
     {Arch::kQwen2, "qwen2"},
     {Arch::kQwen3, "qwen3"},
     {Arch::kGranite, "granite"},
     {Arch::kGemma3, "gemma3"},
+    {Arch::kLfm2, "lfm2"},
+    {Arch::kLfm2Moe, "lfm2moe"},
+    {Arch::kQwen3Moe, "qwen3moe"},
 }};
 }  // namespace
 

@@ -1,5 +1,6 @@
 // Key reading with the defaults of FORMATS.md §6.1; scalar-or-array keys (head counts, n_ff)
-// must be uniform here since the dense families do not vary them per layer.
+// must be uniform here since the dense families do not vary them per layer. The hybrid families
+// (lfm2, lfm2moe) read head_count_kv as a per-layer array (0 = convolution layer).
 #include "model/hparams.h"
 
 #include <cmath>
@@ -63,6 +64,65 @@ Status read_gemma3_extras(const format::GgufFile& f, const std::string& p, HPara
   return {};
 }
 
+// lfm2 / lfm2moe: attention.head_count_kv is a per-layer array whose 0 entries mark the
+// short-convolution layers; every attention layer must have the same count (n_head_kv).
+Status read_hybrid_layers(const format::GgufFile& f, const std::string& p, HParams& hp) {
+  const std::string key = p + "attention.head_count_kv";
+  const format::GgufValue* v = f.find(key);
+  if (v == nullptr) return not_found("metadata key '" + key + "' is missing (a per-layer array, 0 = convolution layer)");
+  if (v->array() != nullptr) {
+    CERA_ASSIGN_OR_RETURN(hp.n_head_kv_layer, f.get_array<int32_t>(key));
+  } else {
+    CERA_ASSIGN_OR_RETURN(const int32_t n, f.get<int32_t>(key));
+    hp.n_head_kv_layer.assign(hp.n_layer, n);
+  }
+  if (hp.n_head_kv_layer.size() != static_cast<size_t>(hp.n_layer)) {
+    return invalid_argument("key '" + key + "' has " + std::to_string(hp.n_head_kv_layer.size()) + " entries, expected " +
+                            std::to_string(hp.n_layer));
+  }
+  hp.n_head_kv = 0;
+  for (const int32_t n : hp.n_head_kv_layer) {
+    if (n < 0 || (n != 0 && hp.n_head_kv != 0 && n != hp.n_head_kv)) {
+      return unsupported("key '" + key + "': attention layers with different KV head counts");
+    }
+    if (n != 0) hp.n_head_kv = n;
+  }
+  CERA_ASSIGN_OR_RETURN(hp.shortconv_l_cache, f.get<int32_t>(p + "shortconv.l_cache"));
+  if (hp.shortconv_l_cache < 1 || hp.shortconv_l_cache > 16) {
+    return invalid_argument("key '" + p + "shortconv.l_cache' is " + std::to_string(hp.shortconv_l_cache) +
+                            ", expected 1..16");
+  }
+  return {};
+}
+
+// qwen3moe / lfm2moe: expert counts and the router. Defaults follow llama.cpp's loaders: both
+// families renormalise the chosen weights; the gating function defaults to the family's own.
+Status read_moe_keys(const format::GgufFile& f, const std::string& p, HParams& hp) {
+  CERA_ASSIGN_OR_RETURN(hp.n_expert, f.get<int32_t>(p + "expert_count"));
+  CERA_RETURN_IF_ERROR(positive(p + "expert_count", hp.n_expert));
+  CERA_ASSIGN_OR_RETURN(hp.n_expert_used, f.get<int32_t>(p + "expert_used_count"));
+  if (hp.n_expert_used <= 0 || hp.n_expert_used > hp.n_expert) {
+    return invalid_argument("key '" + p + "expert_used_count' is " + std::to_string(hp.n_expert_used) + ", expected 1.." +
+                            std::to_string(hp.n_expert));
+  }
+  CERA_ASSIGN_OR_RETURN(hp.n_ff_exp, f.get<int32_t>(p + "expert_feed_forward_length"));
+  CERA_RETURN_IF_ERROR(positive(p + "expert_feed_forward_length", hp.n_ff_exp));
+  CERA_ASSIGN_OR_RETURN(hp.n_layer_dense_lead, f.get_or<int32_t>(p + "leading_dense_block_count", 0));
+  if (hp.n_layer_dense_lead < 0 || hp.n_layer_dense_lead > hp.n_layer) {
+    return invalid_argument("key '" + p + "leading_dense_block_count' is " + std::to_string(hp.n_layer_dense_lead));
+  }
+  const int32_t default_gating = hp.arch == Arch::kLfm2Moe ? 2 : 1;
+  CERA_ASSIGN_OR_RETURN(const int32_t gating, f.get_or<int32_t>(p + "expert_gating_func", default_gating));
+  if (gating != 1 && gating != 2) {
+    return unsupported("key '" + p + "expert_gating_func' is " + std::to_string(gating) + " (supported: 1 softmax, 2 sigmoid)");
+  }
+  hp.expert_gating = gating == 1 ? ops::RouterGating::kSoftmax : ops::RouterGating::kSigmoid;
+  CERA_ASSIGN_OR_RETURN(hp.expert_weights_norm, f.get_or<bool>(p + "expert_weights_norm", true));
+  CERA_ASSIGN_OR_RETURN(hp.expert_weights_scale, f.get_or<float>(p + "expert_weights_scale", 1.0f));
+  if (hp.expert_weights_scale == 0.0f) hp.expert_weights_scale = 1.0f;  // llama.cpp writes 0 for "unset"
+  return {};
+}
+
 }  // namespace
 
 Result<HParams> read_hparams(const format::GgufFile& f, Arch arch) {
@@ -77,11 +137,15 @@ Result<HParams> read_hparams(const format::GgufFile& f, Arch arch) {
   CERA_ASSIGN_OR_RETURN(hp.n_head, uniform_int(f, p + "attention.head_count", hp.n_layer));
   CERA_RETURN_IF_ERROR(positive(p + "attention.head_count", hp.n_head));
   hp.n_head_kv = hp.n_head;
-  if (f.has(p + "attention.head_count_kv")) {
+  const bool hybrid = arch == Arch::kLfm2 || arch == Arch::kLfm2Moe;
+  if (hybrid) {
+    CERA_RETURN_IF_ERROR(read_hybrid_layers(f, p, hp));
+  } else if (f.has(p + "attention.head_count_kv")) {
     CERA_ASSIGN_OR_RETURN(hp.n_head_kv, uniform_int(f, p + "attention.head_count_kv", hp.n_layer));
   }
-  CERA_RETURN_IF_ERROR(positive(p + "attention.head_count_kv", hp.n_head_kv));
-  if (hp.n_head % hp.n_head_kv != 0) {
+  // A hybrid model made only of convolution layers has no KV heads at all.
+  if (!(hybrid && hp.n_head_kv == 0)) CERA_RETURN_IF_ERROR(positive(p + "attention.head_count_kv", hp.n_head_kv));
+  if (hp.n_head_kv != 0 && hp.n_head % hp.n_head_kv != 0) {
     return invalid_argument("attention.head_count " + std::to_string(hp.n_head) +
                             " is not a multiple of head_count_kv " + std::to_string(hp.n_head_kv));
   }
@@ -119,6 +183,9 @@ Result<HParams> read_hparams(const format::GgufFile& f, Arch arch) {
   }
   if (arch == Arch::kGemma3) {
     CERA_RETURN_IF_ERROR(read_gemma3_extras(f, p, hp));
+  }
+  if (arch == Arch::kQwen3Moe || arch == Arch::kLfm2Moe) {
+    CERA_RETURN_IF_ERROR(read_moe_keys(f, p, hp));
   }
   if (arch == Arch::kGranite) {
     CERA_ASSIGN_OR_RETURN(hp.embedding_scale, f.get_or<float>(p + "embedding_scale", 1.0f));

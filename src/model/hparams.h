@@ -38,6 +38,18 @@ struct HParams {
   int32_t sliding_window = 0;
   std::vector<bool> swa_layers;
   float rope_freq_base_swa = 10000.0f;  // local layers' RoPE base (no scaling)
+  // Hybrid layers (lfm2, lfm2moe): head_count_kv per layer, 0 marking a short-convolution layer
+  // (n_head_kv is then the largest entry); empty for the other families.
+  std::vector<int32_t> n_head_kv_layer;  // [n_layer]
+  int32_t shortconv_l_cache = 0;         // L_cache: convolution kernel length
+  // Mixture of experts (qwen3moe, lfm2moe); n_expert == 0 for dense models.
+  int32_t n_expert = 0;
+  int32_t n_expert_used = 0;             // k
+  int32_t n_ff_exp = 0;                  // expert_feed_forward_length
+  int32_t n_layer_dense_lead = 0;        // leading_dense_block_count: first layers keep a dense FFN
+  ops::RouterGating expert_gating = ops::RouterGating::kSoftmax;
+  bool expert_weights_norm = true;
+  float expert_weights_scale = 1.0f;
 };
 
 // Reads `<arch>.*` keys; errors name the missing or invalid key. n_vocab comes from the token

@@ -2,6 +2,8 @@
 // logits out. Architectures implement it (one file each) from the shared blocks in blocks/.
 #pragma once
 
+#include <functional>
+#include <array>
 #include <memory>
 #include <span>
 #include <vector>
@@ -19,12 +21,34 @@ struct ForwardBatch {
   ops::AttentionBatch attention;         // positions, sequence of each token, block tables
   std::span<const int32_t> kv_slots;     // [n_tokens] cache slot that receives each token's K/V
   std::span<const int32_t> output_rows;  // indices into tokens whose logits are wanted, ascending
+  // Recurrent state of the layers that keep one (KvGeometry::kinds), per sequence of the batch:
+  // recurrent_state[j * n_layer + il] is sequence j's view for layer il (an empty view for a
+  // layer without state). forward() reads it and leaves it describing the state after the
+  // batch; the tokens of each sequence must then be contiguous and in order. Empty for models
+  // without recurrent layers.
+  std::span<const TensorView> recurrent_state;
 };
 
-// Per-layer geometry of the KV cache the runtime must allocate.
+// What a layer keeps per sequence between forward() calls.
+enum class LayerKind : uint8_t {
+  kAttention,  // K/V rows per token in the paged cache
+  kShortConv,  // a fixed-size recurrent state: the last L_cache-1 convolution inputs (lfm2)
+};
+
+// Per-layer geometry of the KV cache (and recurrent state) the runtime must allocate.
 struct KvGeometry {
   int32_t n_layer = 0;
   int32_t kv_width = 0;  // n_head_kv * head_dim: one K (or V) row per token
+  std::vector<LayerKind> kinds;          // [n_layer]; empty means every layer is kAttention
+  std::array<int64_t, 2> state_ne = {};  // per kShortConv layer and sequence: F32 [L_cache-1, n_embd]
+
+  bool has_state() const {
+    for (LayerKind k : kinds) {
+      if (k != LayerKind::kAttention) return true;
+    }
+    return false;
+  }
+  LayerKind kind(int32_t il) const { return kinds.empty() ? LayerKind::kAttention : kinds[il]; }
 };
 
 class Model {
@@ -41,8 +65,12 @@ class Model {
   virtual Status forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) = 0;
 };
 
+// Bytes of weights loaded so far and in all, reported as tensors reach the backend.
+using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
+
 struct LoadOptions {
   int32_t max_batch_tokens = 512;  // largest n_tokens per forward(); scratch is sized for it
+  LoadProgress progress;           // optional; called from the loading thread
 };
 
 // Picks the architecture from general.architecture and loads it. The GgufFile must outlive the

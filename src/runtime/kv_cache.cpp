@@ -1,5 +1,10 @@
 // Block bookkeeping on the host; the K/V rows themselves move only in shift() (kv_copy in chunks
-// that never overlap their own source, then kv_rerotate).
+// that never overlap their own source, then kv_rerotate), fork() and a copy-on-write append.
+// Recurrent state rollback keeps a snapshot per evaluated chunk rather than recomputing: the
+// state at length n is the last L_cache-1 inputs of every convolution layer, and recomputing
+// them means re-running those tokens through every earlier layer (attention over the whole
+// history included), while a snapshot is (L_cache-1) * n_embd floats per layer (160 KB per chunk
+// for LFM2-1.2B), copied through the backend's download/upload so any device works.
 #include "runtime/kv_cache.h"
 
 #include <algorithm>
@@ -12,18 +17,25 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
   c.model_ = &model;
   c.block_size_ = config.block_size;
   c.head_dim_ = model.hparams().head_dim;
-  const model::KvGeometry g = model.kv_geometry();
+  c.geometry_ = model.kv_geometry();
+  const model::KvGeometry& g = c.geometry_;
+  if (g.has_state()) {
+    if (g.state_ne[0] < 0 || g.state_ne[1] <= 0) return invalid_argument("model reports an empty recurrent state");
+    c.state_elements_ = g.state_ne[0] * g.state_ne[1];
+  }
   const int32_t n_blocks = (config.n_slots + config.block_size - 1) / config.block_size;
   const int64_t n_slots = int64_t(n_blocks) * config.block_size;
   ops::Backend& backend = model.backend();
   for (int32_t il = 0; il < g.n_layer; ++il) {
     ops::KvLayer layer;
     layer.block_size = config.block_size;
-    for (TensorView* side : {&layer.k, &layer.v}) {
-      auto buf = backend.allocate(static_cast<uint64_t>(n_slots * g.kv_width) * sizeof(float));
-      if (!buf.ok()) return buf.status().with_context("KV cache of " + std::to_string(n_slots) + " tokens");
-      *side = (*buf)->view(DType::kF32, {g.kv_width, n_slots, 1, 1}, backend.device());
-      c.storage_.push_back(std::move(buf).value());
+    if (g.kind(il) == model::LayerKind::kAttention) {
+      for (TensorView* side : {&layer.k, &layer.v}) {
+        auto buf = backend.allocate(static_cast<uint64_t>(n_slots * g.kv_width) * sizeof(float));
+        if (!buf.ok()) return buf.status().with_context("KV cache of " + std::to_string(n_slots) + " tokens");
+        *side = (*buf)->view(DType::kF32, {g.kv_width, n_slots, 1, 1}, backend.device());
+        c.storage_.push_back(std::move(buf).value());
+      }
     }
     c.layers_.push_back(layer);
   }
@@ -41,19 +53,66 @@ KvCache::Sequence& KvCache::seq_(SeqId s) {
   return seqs_[s];
 }
 
-SeqId KvCache::new_sequence() {
-  for (SeqId s = 0; s < static_cast<SeqId>(seqs_.size()); ++s) {
-    if (!seqs_[s].live) {
-      seqs_[s] = {true, 0, {}};
-      return s;
+Status KvCache::init_state(Sequence& s) {
+  s.snapshots.clear();
+  if (state_elements_ == 0) return {};
+  ops::Backend& backend = model_->backend();
+  if (!s.state) {
+    int64_t n_state_layers = 0;
+    for (int32_t il = 0; il < geometry_.n_layer; ++il) n_state_layers += geometry_.kind(il) != model::LayerKind::kAttention;
+    CERA_ASSIGN_OR_RETURN(auto buf, backend.allocate(static_cast<uint64_t>(n_state_layers * state_elements_) * sizeof(float)));
+    s.state = std::move(buf);
+    s.state_views.assign(geometry_.n_layer, TensorView{});
+    int64_t offset = 0;
+    for (int32_t il = 0; il < geometry_.n_layer; ++il) {
+      if (geometry_.kind(il) == model::LayerKind::kAttention) continue;
+      TensorView v = s.state->view(DType::kF32, {geometry_.state_ne[0], geometry_.state_ne[1], 1, 1}, backend.device());
+      v.data += offset * static_cast<int64_t>(sizeof(float));
+      offset += state_elements_;
+      s.state_views[il] = v;
     }
   }
-  seqs_.push_back({true, 0, {}});
-  return static_cast<SeqId>(seqs_.size() - 1);
+  load_state(s, std::vector<float>(static_cast<size_t>(s.state->size() / sizeof(float)), 0.0f));
+  return {};
+}
+
+std::vector<float> KvCache::save_state(const Sequence& s) const {
+  std::vector<float> data;
+  for (const TensorView& v : s.state_views) {
+    if (v.data == nullptr) continue;
+    data.resize(data.size() + static_cast<size_t>(state_elements_));
+    model_->backend().download(data.data() + data.size() - state_elements_, v);
+  }
+  return data;
+}
+
+void KvCache::load_state(const Sequence& s, const std::vector<float>& data) {
+  size_t offset = 0;
+  for (const TensorView& v : s.state_views) {
+    if (v.data == nullptr) continue;
+    CERA_CHECK(offset + static_cast<size_t>(state_elements_) <= data.size());
+    model_->backend().upload(v, data.data() + offset);
+    offset += static_cast<size_t>(state_elements_);
+  }
+}
+
+SeqId KvCache::new_sequence() {
+  SeqId id = 0;
+  while (id < static_cast<SeqId>(seqs_.size()) && seqs_[id].live) ++id;
+  if (id == static_cast<SeqId>(seqs_.size())) seqs_.emplace_back();
+  Sequence& s = seqs_[id];
+  s.live = true;
+  s.length = 0;
+  s.blocks.clear();
+  // The state is a few KB per layer; failing to allocate it is as fatal as failing to grow seqs_.
+  const Status st = init_state(s);
+  CERA_CHECK_MSG(st.ok(), "KV cache: recurrent state of a new sequence: " + st.to_string());
+  return id;
 }
 
 void KvCache::free_sequence(SeqId seq) {
-  truncate(seq, 0);
+  drop_blocks(seq_(seq), 0);
+  seq_(seq).snapshots.clear();
   seq_(seq).live = false;
 }
 
@@ -63,15 +122,64 @@ int32_t KvCache::slot(SeqId seq, int32_t i) const {
   return s.blocks[i / block_size_] * block_size_ + i % block_size_;
 }
 
+void KvCache::copy_block_prefix(int32_t from, int32_t to, int32_t n) {
+  std::vector<int32_t> src, dst;
+  for (int32_t i = 0; i < n; ++i) {
+    src.push_back(from * block_size_ + i);
+    dst.push_back(to * block_size_ + i);
+  }
+  for (int32_t il = 0; il < geometry_.n_layer; ++il) {
+    if (geometry_.kind(il) == model::LayerKind::kAttention && !src.empty()) model_->backend().kv_copy(layers_[il], src, dst);
+  }
+}
+
+Result<SeqId> KvCache::fork(SeqId src) {
+  const int32_t len = seq_(src).length;
+  const bool partial = len % block_size_ != 0;
+  if (partial && free_blocks_.empty()) return out_of_range("KV cache is full: no block for the fork's last partial block");
+  const SeqId id = new_sequence();
+  Sequence& s = seqs_[src];
+  Sequence& d = seqs_[id];
+  d.blocks.assign(s.blocks.begin(), s.blocks.begin() + len / block_size_);
+  for (int32_t b : d.blocks) ++block_refs_[b];
+  if (partial) {
+    const int32_t block = free_blocks_.back();
+    free_blocks_.pop_back();
+    block_refs_[block] = 1;
+    copy_block_prefix(s.blocks.back(), block, len % block_size_);
+    d.blocks.push_back(block);
+  }
+  d.length = len;
+  if (state_elements_ != 0) {
+    load_state(d, save_state(s));
+    d.snapshots = s.snapshots;
+  }
+  return id;
+}
+
 Status KvCache::append(SeqId seq, int32_t n, std::vector<int32_t>& slots) {
   Sequence& s = seq_(seq);
   const int32_t need_blocks = (s.length + n + block_size_ - 1) / block_size_;
-  const int32_t extra = need_blocks - static_cast<int32_t>(s.blocks.size());
+  // Writing into a partly filled last block that another sequence shares needs a private copy.
+  const bool copy_last = n > 0 && s.length % block_size_ != 0 && block_refs_[s.blocks.back()] > 1;
+  const int32_t extra = need_blocks - static_cast<int32_t>(s.blocks.size()) + (copy_last ? 1 : 0);
   if (extra > n_free_blocks()) {
     return out_of_range("KV cache is full: " + std::to_string(n) + " more tokens need " + std::to_string(extra) +
                         " blocks, " + std::to_string(n_free_blocks()) + " free");
   }
-  for (int32_t b = 0; b < extra; ++b) {
+  if (state_elements_ != 0 && (s.snapshots.empty() || s.snapshots.back().length != s.length)) {
+    s.snapshots.push_back({s.length, save_state(s)});
+    if (s.snapshots.size() > kMaxSnapshots) s.snapshots.erase(s.snapshots.begin());
+  }
+  if (copy_last) {
+    const int32_t block = free_blocks_.back();
+    free_blocks_.pop_back();
+    block_refs_[block] = 1;
+    copy_block_prefix(s.blocks.back(), block, s.length % block_size_);
+    --block_refs_[s.blocks.back()];
+    s.blocks.back() = block;
+  }
+  for (int32_t b = static_cast<int32_t>(s.blocks.size()); b < need_blocks; ++b) {
     const int32_t block = free_blocks_.back();
     free_blocks_.pop_back();
     block_refs_[block] = 1;
@@ -84,8 +192,7 @@ Status KvCache::append(SeqId seq, int32_t n, std::vector<int32_t>& slots) {
   return {};
 }
 
-void KvCache::truncate(SeqId seq, int32_t n) {
-  Sequence& s = seq_(seq);
+void KvCache::drop_blocks(Sequence& s, int32_t n) {
   CERA_CHECK(n >= 0 && n <= s.length);
   const size_t keep_blocks = static_cast<size_t>((n + block_size_ - 1) / block_size_);
   while (s.blocks.size() > keep_blocks) {
@@ -96,9 +203,37 @@ void KvCache::truncate(SeqId seq, int32_t n) {
   s.length = n;
 }
 
+bool KvCache::can_truncate(SeqId seq, int32_t n) const {
+  const Sequence& s = seq_(seq);
+  if (n < 0 || n > s.length) return false;
+  if (state_elements_ == 0 || n == s.length || n == 0) return true;
+  return std::any_of(s.snapshots.begin(), s.snapshots.end(), [n](const Snapshot& p) { return p.length == n; });
+}
+
+void KvCache::truncate(SeqId seq, int32_t n) {
+  Sequence& s = seq_(seq);
+  CERA_CHECK_MSG(can_truncate(seq, n), "KV cache: cannot roll the recurrent state of a sequence of " +
+                                           std::to_string(s.length) + " back to " + std::to_string(n) +
+                                           " (no snapshot at that length)");
+  if (state_elements_ != 0 && n != s.length) {
+    if (n == 0) {
+      const Status st = init_state(s);
+      CERA_CHECK_MSG(st.ok(), st.to_string());  // the buffer exists already: nothing is allocated
+    } else {
+      while (s.snapshots.back().length != n) s.snapshots.pop_back();
+      load_state(s, s.snapshots.back().data);
+    }
+  }
+  drop_blocks(s, n);
+}
+
 void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
   const int32_t len = seq_(seq).length;
   CERA_CHECK(n_keep >= 0 && n_discard > 0 && n_keep + n_discard <= len);
+  const Sequence& before = seq_(seq);
+  for (size_t b = static_cast<size_t>(n_keep / block_size_); b < before.blocks.size(); ++b) {
+    CERA_CHECK_MSG(block_refs_[before.blocks[b]] == 1, "KV cache: shift would move rows of a block another sequence shares");
+  }
   ops::Backend& backend = model_->backend();
   // Move entries down in chunks of n_discard: a chunk's destination was read by earlier chunks
   // (or was discarded), so no chunk overwrites a row it still has to read.
@@ -110,14 +245,19 @@ void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
       src.push_back(slot(seq, i));
       dst.push_back(slot(seq, i - n_discard));
     }
-    for (const ops::KvLayer& layer : layers_) backend.kv_copy(layer, src, dst);
+    for (int32_t il = 0; il < geometry_.n_layer; ++il) {
+      if (geometry_.kind(il) == model::LayerKind::kAttention) backend.kv_copy(layers_[il], src, dst);
+    }
   }
-  truncate(seq, len - n_discard);
+  Sequence& s = seq_(seq);
+  drop_blocks(s, len - n_discard);  // the state stays: it describes the (kept) end of the sequence
+  s.snapshots.clear();
   std::vector<int32_t> moved;
   for (int32_t i = n_keep; i < len - n_discard; ++i) moved.push_back(slot(seq, i));
   if (!moved.empty()) {
-    for (size_t il = 0; il < layers_.size(); ++il) {
-      backend.kv_rerotate(layers_[il], moved, -n_discard, head_dim_, model_->rope_params(static_cast<int32_t>(il)));
+    for (int32_t il = 0; il < geometry_.n_layer; ++il) {
+      if (geometry_.kind(il) != model::LayerKind::kAttention) continue;
+      backend.kv_rerotate(layers_[il], moved, -n_discard, head_dim_, model_->rope_params(il));
     }
   }
 }

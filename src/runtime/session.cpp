@@ -141,7 +141,8 @@ Status Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
                                                   .block_tables = table,
                                                   .table_offset = table_offset_},
                                     .kv_slots = slots_,
-                                    .output_rows = outputs_};
+                                    .output_rows = outputs_,
+                                    .recurrent_state = cache_.recurrent_state(seq_)};
     std::vector<float>& out = all_logits ? all_logits_ : logits_;
     const size_t base = all_logits ? out.size() : 0;
     out.resize(base + outputs_.size() * n_vocab);

@@ -1,0 +1,213 @@
+// HybridDecoder: loading (mixer and FFN weights chosen per layer), the KV geometry with the
+// recurrent-state layers, and forward(). The convolution of each layer runs once per sequence
+// run of the batch (SequenceRun), over all of that sequence's tokens in the batch.
+#include "model/blocks/hybrid_decoder.h"
+
+#include <cmath>
+#include <optional>
+
+#include "model/blocks/ffn.h"
+#include "model/blocks/moe.h"
+#include "model/blocks/short_conv.h"
+
+namespace cera::model {
+namespace {
+
+struct HybridLayer {
+  TensorView attn_norm;  // [n_embd]: before the mixer (lfm2's operator_norm)
+  std::optional<AttentionWeights> attention;
+  std::optional<ShortConvWeights> conv;
+  TensorView ffn_norm;   // [n_embd]
+  std::optional<FfnWeights> ffn;
+  std::optional<MoeWeights> moe;
+};
+
+class HybridDecoder final : public Model {
+ public:
+  HybridDecoder(ops::Backend& backend, HybridSpec spec) : backend_(backend), spec_(std::move(spec)) {}
+
+  Status load(const format::GgufFile& file, const LoadOptions& options);
+
+  const HParams& hparams() const override { return spec_.hp; }
+  KvGeometry kv_geometry() const override {
+    KvGeometry g{.n_layer = spec_.hp.n_layer, .kv_width = spec_.hp.n_head_kv * spec_.hp.head_dim, .kinds = spec_.mixers};
+    if (g.has_state()) g.state_ne = {spec_.hp.shortconv_l_cache - 1, spec_.hp.n_embd};
+    return g;
+  }
+  ops::RopeParams rope_params(int32_t il) const override { return spec_.attention[il].rope; }
+  ops::Backend& backend() override { return backend_; }
+  Status forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) override;
+
+ private:
+  ops::Backend& backend_;
+  HybridSpec spec_;
+  TensorView token_embd_;   // [n_embd, n_vocab]
+  std::vector<HybridLayer> layers_;
+  TensorView output_norm_;  // [n_embd]
+  TensorView output_;       // [n_embd, n_vocab], token_embd_ when tied
+  std::vector<std::unique_ptr<ops::Buffer>> buffers_;
+  std::optional<Scratch> scratch_;
+  std::optional<ShortConvScratch> conv_scratch_;
+  std::optional<MoeScratch> moe_scratch_;
+};
+
+Status HybridDecoder::load(const format::GgufFile& file, const LoadOptions& options) {
+  HParams& hp = spec_.hp;
+  const int64_t n_embd = hp.n_embd;
+  bool any_conv = false, any_moe = false;
+  for (int il = 0; il < hp.n_layer; ++il) {
+    any_conv |= spec_.mixers[il] == LayerKind::kShortConv;
+    any_moe |= spec_.ffns[il] == FfnKind::kMoe;
+  }
+  if (any_conv && !backend_.supports(ops::Feature::kShortConv)) {
+    return unsupported("this model's short-convolution layers need short_conv, which " + backend_.name() + " lacks");
+  }
+  if (any_moe && !backend_.supports(ops::Feature::kMoe)) {
+    return unsupported("this model's expert layers need the MoE verbs, which " + backend_.name() + " lacks");
+  }
+  WeightLoader loader(file, backend_);
+  const auto embd_shape = loader.shape_of("token_embd.weight");
+  if (!embd_shape) return not_found("tensor 'token_embd.weight' is missing");
+  hp.n_vocab = static_cast<int32_t>((*embd_shape)[1]);
+  const int64_t n_vocab = hp.n_vocab;
+  CERA_ASSIGN_OR_RETURN(token_embd_, loader.require("token_embd.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kEmbedding));
+  const MoeShape moe{.n_embd = n_embd, .n_ff_exp = hp.n_ff_exp, .n_expert = hp.n_expert, .n_expert_used = hp.n_expert_used};
+  layers_.resize(hp.n_layer);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    HybridLayer& l = layers_[il];
+    CERA_ASSIGN_OR_RETURN(l.attn_norm, loader.require(layer_tensor(il, "attn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
+    if (spec_.mixers[il] == LayerKind::kAttention) {
+      CERA_ASSIGN_OR_RETURN(l.attention, load_attention(loader, il, n_embd, spec_.attention[il]));
+    } else {
+      CERA_ASSIGN_OR_RETURN(l.conv, load_short_conv(loader, il, n_embd, hp.shortconv_l_cache));
+    }
+    CERA_ASSIGN_OR_RETURN(l.ffn_norm, loader.require(layer_tensor(il, "ffn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
+    if (spec_.ffns[il] == FfnKind::kDense) {
+      CERA_ASSIGN_OR_RETURN(l.ffn, load_ffn(loader, il, n_embd, hp.n_ff));
+    } else {
+      CERA_ASSIGN_OR_RETURN(l.moe, load_moe(loader, il, moe, spec_.selection_bias));
+    }
+  }
+  CERA_ASSIGN_OR_RETURN(output_norm_, loader.require(spec_.output_norm, {n_embd, 1, 1, 1}, WeightUse::kVector));
+  CERA_ASSIGN_OR_RETURN(auto output, loader.optional("output.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kMatmul));
+  if (output) {
+    output_ = *output;
+  } else if (backend_.supports_weight(token_embd_.dtype)) {
+    output_ = token_embd_;  // tied embeddings
+  } else {
+    return unsupported("tied output uses token_embd.weight of type " + std::string(dtype_name(token_embd_.dtype)) +
+                       ", which has no matmul kernel on " + backend_.name());
+  }
+  buffers_ = loader.take_buffers();
+  const int64_t max_tokens = options.max_batch_tokens;
+  CERA_ASSIGN_OR_RETURN(Scratch s, Scratch::create(backend_, {.n_embd = n_embd,
+                                                              .q_width = int64_t(hp.n_head) * hp.head_dim,
+                                                              .kv_width = std::max<int64_t>(1, int64_t(hp.n_head_kv) * hp.head_dim),
+                                                              .n_ff = hp.n_ff,
+                                                              .n_vocab = n_vocab,
+                                                              .max_tokens = max_tokens}));
+  scratch_.emplace(std::move(s));
+  if (any_conv) {
+    CERA_ASSIGN_OR_RETURN(ShortConvScratch c, ShortConvScratch::create(backend_, n_embd, max_tokens));
+    conv_scratch_.emplace(std::move(c));
+  }
+  if (any_moe) {
+    CERA_ASSIGN_OR_RETURN(MoeScratch m, MoeScratch::create(backend_, moe, max_tokens));
+    moe_scratch_.emplace(std::move(m));
+  }
+  return {};
+}
+
+Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) {
+  const HParams& hp = spec_.hp;
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_out = static_cast<int64_t>(batch.output_rows.size());
+  if (n == 0 || n > scratch_->max_tokens()) {
+    return invalid_argument("batch of " + std::to_string(n) + " tokens, expected 1.." + std::to_string(scratch_->max_tokens()));
+  }
+  if (kv.size() != layers_.size()) return invalid_argument("KV cache has the wrong number of layers");
+  if (logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) return invalid_argument("logits buffer has the wrong size");
+  for (int32_t t : batch.tokens) {
+    if (t < 0 || t >= hp.n_vocab) return invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
+  }
+  std::vector<SequenceRun> runs;
+  std::vector<TensorView> layer_states;  // [n_seqs] of the current layer
+  if (conv_scratch_) {
+    CERA_ASSIGN_OR_RETURN(runs, sequence_runs(batch));
+    const size_t n_layer = layers_.size();
+    for (const SequenceRun& r : runs) {
+      if (r.seq < 0 || (static_cast<size_t>(r.seq) + 1) * n_layer > batch.recurrent_state.size()) {
+        return invalid_argument("batch: no recurrent state for sequence " + std::to_string(r.seq));
+      }
+    }
+    layer_states.resize(batch.recurrent_state.size() / n_layer);
+  }
+  const Scratch& s = *scratch_;
+  const TensorView x = s.x(n), h = s.h(n);
+  backend_.embed(x, token_embd_, batch.tokens, 1.0f);
+  for (size_t il = 0; il < layers_.size(); ++il) {
+    const HybridLayer& l = layers_[il];
+    backend_.rms_norm(h, x, l.attn_norm, hp.rms_eps);
+    if (l.attention) {
+      attention_forward(backend_, s, *l.attention, spec_.attention[il], batch, kv[il], h, h);
+    } else {
+      for (size_t j = 0; j < layer_states.size(); ++j) layer_states[j] = batch.recurrent_state[j * layers_.size() + il];
+      short_conv_forward(backend_, *conv_scratch_, *l.conv, runs, layer_states, h, h);
+    }
+    backend_.add_scaled(x, x, h, 1.0f);
+    backend_.rms_norm(h, x, l.ffn_norm, hp.rms_eps);
+    if (l.ffn) {
+      ffn_forward(backend_, s, *l.ffn, ops::Activation::kSilu, h, h);
+    } else {
+      moe_forward(backend_, *moe_scratch_, *l.moe, spec_.router, h, h);
+    }
+    backend_.add_scaled(x, x, h, 1.0f);
+  }
+  if (n_out == 0) return {};
+  const TensorView rows = s.h(n_out);
+  backend_.embed(rows, x, batch.output_rows, 1.0f);
+  backend_.rms_norm(rows, rows, output_norm_, hp.rms_eps);
+  const TensorView out = s.logits(n_out);
+  backend_.matmul(out, output_, rows);
+  backend_.download(logits.data(), out);
+  return {};
+}
+
+}  // namespace
+
+HybridSpec default_hybrid_spec(const HParams& hp) {
+  HybridSpec spec;
+  spec.hp = hp;
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const bool conv = !hp.n_head_kv_layer.empty() && hp.n_head_kv_layer[il] == 0;
+    spec.mixers.push_back(conv ? LayerKind::kShortConv : LayerKind::kAttention);
+    spec.ffns.push_back(FfnKind::kDense);
+    AttentionSpec a;
+    a.params = {.n_head = hp.n_head,
+                .n_head_kv = hp.n_head_kv,
+                .head_dim = hp.head_dim,
+                .scale = hp.attention_scale != 0.0f ? hp.attention_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
+                .softcap = 0.0f,
+                .sliding_window = 0};
+    a.rope = {.kind = hp.rope_kind, .n_rot = hp.n_rot, .freq_base = hp.rope_freq_base, .freq_scale = hp.rope_freq_scale,
+              .freq_factors = nullptr};
+    a.norm_eps = hp.rms_eps;
+    a.qk_norm = true;
+    spec.attention.push_back(a);
+  }
+  spec.router = {.n_expert_used = hp.n_expert_used,
+                 .gating = hp.expert_gating,
+                 .normalize = hp.expert_weights_norm,
+                 .scale = hp.expert_weights_scale,
+                 .selection_bias = nullptr};
+  return spec;
+}
+
+Result<std::unique_ptr<Model>> make_hybrid_decoder(const format::GgufFile& file, ops::Backend& backend, HybridSpec spec,
+                                                   const LoadOptions& options) {
+  auto model = std::make_unique<HybridDecoder>(backend, std::move(spec));
+  CERA_RETURN_IF_ERROR(model->load(file, options));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace cera::model

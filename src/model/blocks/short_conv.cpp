@@ -1,0 +1,72 @@
+// The gated short-convolution mixer over a batch: one in_proj and one out_proj matmul for all
+// tokens, one short_conv call per sequence run in between.
+#include "model/blocks/short_conv.h"
+
+namespace cera::model {
+
+Result<ShortConvWeights> load_short_conv(WeightLoader& loader, int layer, int64_t n_embd, int64_t l_cache) {
+  ShortConvWeights w;
+  CERA_ASSIGN_OR_RETURN(w.in_proj, loader.require(layer_tensor(layer, "shortconv.in_proj"), {n_embd, 3 * n_embd, 1, 1},
+                                                  WeightUse::kMatmul));
+  CERA_ASSIGN_OR_RETURN(w.conv, loader.require(layer_tensor(layer, "shortconv.conv"), {l_cache, n_embd, 1, 1},
+                                               WeightUse::kVector));
+  CERA_ASSIGN_OR_RETURN(w.out_proj, loader.require(layer_tensor(layer, "shortconv.out_proj"), {n_embd, n_embd, 1, 1},
+                                                   WeightUse::kMatmul));
+  return w;
+}
+
+Result<ShortConvScratch> ShortConvScratch::create(ops::Backend& backend, int64_t n_embd, int64_t max_tokens) {
+  ShortConvScratch s;
+  s.n_embd_ = n_embd;
+  s.max_tokens_ = max_tokens;
+  s.device_ = backend.device();
+  CERA_ASSIGN_OR_RETURN(auto bcx, backend.allocate(static_cast<uint64_t>(3 * n_embd * max_tokens) * sizeof(float)));
+  CERA_ASSIGN_OR_RETURN(auto y, backend.allocate(static_cast<uint64_t>(n_embd * max_tokens) * sizeof(float)));
+  s.bcx_ = std::move(bcx);
+  s.y_ = std::move(y);
+  return s;
+}
+
+TensorView ShortConvScratch::bcx(int64_t n) const {
+  CERA_CHECK(n >= 1 && n <= max_tokens_);
+  return bcx_->view(DType::kF32, {3 * n_embd_, n, 1, 1}, device_);
+}
+TensorView ShortConvScratch::y(int64_t n) const {
+  CERA_CHECK(n >= 1 && n <= max_tokens_);
+  return y_->view(DType::kF32, {n_embd_, n, 1, 1}, device_);
+}
+
+Result<std::vector<SequenceRun>> sequence_runs(const ForwardBatch& batch) {
+  const auto& seq = batch.attention.token_seq;
+  if (seq.size() != batch.tokens.size()) return invalid_argument("batch: token_seq must name the sequence of every token");
+  std::vector<SequenceRun> runs;
+  for (size_t t = 0; t < seq.size(); ++t) {
+    if (!runs.empty() && runs.back().seq == seq[t]) {
+      ++runs.back().count;
+      continue;
+    }
+    for (const SequenceRun& r : runs) {
+      if (r.seq == seq[t]) {
+        return invalid_argument("batch: the tokens of sequence " + std::to_string(seq[t]) +
+                                " are not contiguous (a recurrent layer needs them in one run)");
+      }
+    }
+    runs.push_back({seq[t], static_cast<int64_t>(t), 1});
+  }
+  return runs;
+}
+
+void short_conv_forward(ops::Backend& backend, const ShortConvScratch& scratch, const ShortConvWeights& w,
+                        std::span<const SequenceRun> runs, std::span<const TensorView> states,
+                        const TensorView& in, const TensorView& out) {
+  const int64_t n = in.rows();
+  const TensorView bcx = scratch.bcx(n), y = scratch.y(n);
+  backend.matmul(bcx, w.in_proj, in);
+  for (const SequenceRun& r : runs) {
+    backend.short_conv(y.slice_rows(r.first, r.count), bcx.slice_rows(r.first, r.count), w.conv,
+                       states[static_cast<size_t>(r.seq)]);
+  }
+  backend.matmul(out, w.out_proj, y);
+}
+
+}  // namespace cera::model
