@@ -1,6 +1,9 @@
 #include "model_options.h"
 
 #include <cstdio>
+#include <filesystem>
+
+#include "progress.h"
 
 namespace cera::cli {
 
@@ -18,10 +21,12 @@ void fail(const char* command, const Status& status) {
 }
 
 std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const ModelOptions& opts) {
+  ProgressBar bar("loading " + std::filesystem::path(opts.model).filename().string());
   auto engine = api::Engine::load({.model_path = opts.model,
                                    .device = *api::device_choice_from_name(opts.device),
                                    .n_threads = opts.threads,
-                                   .max_batch_tokens = opts.batch});
+                                   .max_batch_tokens = opts.batch,
+                                   .progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); }});
   if (!engine.ok()) fail(command, engine.status());
   return std::move(engine).value();
 }

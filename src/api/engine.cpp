@@ -51,7 +51,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   auto tok = tokenizer::Tokenizer::from_gguf(engine->file_);
   if (!tok.ok()) return tok.status().with_context(options.model_path.string());
   engine->tokenizer_.emplace(std::move(tok).value());
-  auto model = model::load_model(engine->file_, *engine->backend_, {.max_batch_tokens = options.max_batch_tokens});
+  auto model = model::load_model(engine->file_, *engine->backend_, {.max_batch_tokens = options.max_batch_tokens, .progress = options.progress});
   if (!model.ok()) return model.status().with_context(options.model_path.string());
   engine->model_ = std::move(model).value();
   engine->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

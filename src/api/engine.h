@@ -25,6 +25,7 @@ struct EngineOptions {
   DeviceChoice device = DeviceChoice::kAuto;
   int32_t n_threads = 0;           // CPU threads; 0 = every core this process may use
   int32_t max_batch_tokens = 512;  // largest forward() batch (prompt chunk)
+  model::LoadProgress progress;    // weights loaded so far (bytes), e.g. for a progress bar
 };
 
 class Engine {

@@ -13,6 +13,11 @@ std::string shape_text(const std::array<int64_t, 4>& s) {
 
 }  // namespace
 
+WeightLoader::WeightLoader(const format::GgufFile& file, ops::Backend& backend, LoadProgress progress)
+    : file_(file), backend_(backend), progress_(std::move(progress)) {
+  for (const format::GgufTensorInfo& t : file_.tensors()) bytes_total_ += t.n_bytes;
+}
+
 std::string layer_tensor(int layer, const char* role, const char* suffix) {
   return "blk." + std::to_string(layer) + "." + role + "." + suffix;
 }
@@ -43,6 +48,8 @@ Result<TensorView> WeightLoader::load(const format::GgufTensorInfo& info, std::a
   auto view = backend_.import_weight(host, keep);
   if (!view.ok()) return view.status().with_context("tensor '" + info.name + "'");
   if (keep) buffers_.push_back(std::move(keep));
+  bytes_done_ += info.n_bytes;
+  if (progress_) progress_(bytes_done_, bytes_total_);
   return view;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "format/gguf.h"
+#include "model/model.h"
 #include "ops/backend.h"
 
 namespace cera::model {
@@ -23,7 +24,7 @@ enum class WeightUse {
 
 class WeightLoader {
  public:
-  WeightLoader(const format::GgufFile& file, ops::Backend& backend) : file_(file), backend_(backend) {}
+  WeightLoader(const format::GgufFile& file, ops::Backend& backend, LoadProgress progress = {});
 
   // `shape` in GGUF order (ne[0] first); trailing 1s may be omitted in the file.
   Result<TensorView> require(const std::string& name, std::array<int64_t, 4> shape, WeightUse use);
@@ -42,6 +43,9 @@ class WeightLoader {
 
   const format::GgufFile& file_;
   ops::Backend& backend_;
+  LoadProgress progress_;
+  uint64_t bytes_total_ = 0;  // every tensor of the file
+  uint64_t bytes_done_ = 0;
   std::vector<std::unique_ptr<ops::Buffer>> buffers_;
 };
 

@@ -42,7 +42,7 @@ class DenseDecoder final : public Model {
 
 Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& options) {
   HParams& hp = spec_.hp;
-  WeightLoader loader(file, backend_);
+  WeightLoader loader(file, backend_, options.progress);
   const auto embd_shape = loader.shape_of("token_embd.weight");
   if (!embd_shape) return not_found("tensor 'token_embd.weight' is missing");
   hp.n_vocab = static_cast<int32_t>((*embd_shape)[1]);
