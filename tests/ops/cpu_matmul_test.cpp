@@ -1,5 +1,6 @@
-// matmul and embed of the CPU backend, every weight type x every ISA level x a shape sweep.
-// Two oracles, both outside the backend:
+// matmul and embed of the CPU backend, every weight type x every ISA level x a shape sweep, with
+// single-term int8 activations (ActivationPrecision::kInt8; the two-term default is tested in
+// cpu_matmul_two_term_test.cpp). Two oracles, both outside the backend:
 //  1. quant::vec_dot on the reference-quantized activation rows: the portable level must match
 //     it bit for bit; SIMD levels within 1e-5 of S = sum |w_i * a_i| (float accumulation order).
 //  2. A double-precision matmul of the dequantized weights and the original float activations:
@@ -22,45 +23,6 @@ constexpr DType kWeightTypes[] = {
     DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,   DType::kQ5_0,
     DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,   DType::kQ5_K,
     DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
-
-// Byte offsets of the fp16 scale fields of the formats without a reference quantizer; their
-// weights are random bytes with these fields set to small positive scales.
-std::vector<int> scale_fields(DType t) {
-  switch (t) {
-    case DType::kQ2_K: return {80, 82};
-    case DType::kQ3_K: return {108};
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS: return {0};
-    default: return {};
-  }
-}
-
-// [n_out] rows of n_in elements of type t, random.
-std::vector<std::byte> random_weight(std::mt19937& rng, DType t, int64_t n_in, int64_t n_out) {
-  const auto row_bytes = static_cast<int64_t>(*dtype_row_bytes(t, static_cast<uint64_t>(n_in)));
-  std::vector<std::byte> w(static_cast<size_t>(row_bytes * n_out));
-  if (t == DType::kF32) {
-    const std::vector<float> f = random_floats(rng, static_cast<size_t>(n_in * n_out));
-    std::memcpy(w.data(), f.data(), w.size());
-  } else if (quant::has_quantizer(t)) {
-    for (int64_t r = 0; r < n_out; ++r) {
-      const std::vector<float> f = random_floats(rng, static_cast<size_t>(n_in));
-      quant::quantize_row(t, f.data(), w.data() + r * row_bytes, n_in);
-    }
-  } else {
-    std::uniform_int_distribution<int> byte(0, 255);
-    std::uniform_real_distribution<float> scale(0.002f, 0.02f);
-    for (std::byte& b : w) b = static_cast<std::byte>(byte(rng));
-    const int64_t block_bytes = dtype_type_size(t);
-    for (int64_t off = 0; off < static_cast<int64_t>(w.size()); off += block_bytes) {
-      for (int field : scale_fields(t)) {
-        const uint16_t h = float_to_half(scale(rng));
-        std::memcpy(w.data() + off + field, &h, sizeof h);
-      }
-    }
-  }
-  return w;
-}
 
 struct Shape {
   int64_t n_in, n_out, n_tokens;
@@ -100,7 +62,7 @@ TEST_P(MatmulTest, MatchesReferenceAcrossShapesAndIsas) {
   const DType wt = GetParam();
   const DType at = quant::activation_type_for(wt);
   std::mt19937 rng(1234 + static_cast<int>(wt));
-  std::vector<IsaBackend> backends = all_backends();
+  std::vector<IsaBackend> backends = all_backends(2, ActivationPrecision::kInt8);
   int cases = 0;
   for (const Shape& s : shapes_for(wt)) {
     SCOPED_TRACE("n_in=" + std::to_string(s.n_in) + " n_out=" + std::to_string(s.n_out) +
@@ -198,7 +160,7 @@ TEST(MatmulTest, LargeBatchSplitsRowsAcrossThreads) {
     for (int64_t t = 0; t < n_tok; ++t) {
       quant::quantize_activation_row(at, x.data() + t * n_in, xq.data() + t * act_row, n_in);
     }
-    for (IsaBackend& ib : all_backends(4)) {
+    for (IsaBackend& ib : all_backends(4, ActivationPrecision::kInt8)) {
       std::vector<float> out(static_cast<size_t>(n_out * n_tok), nan_value());
       ib.backend->matmul(make_view(out.data(), DType::kF32, {n_out, n_tok, 1, 1}),
                          make_view(w.data(), wt, {n_in, n_out, 1, 1}),
@@ -229,7 +191,7 @@ TEST(MatmulTest, ImportedWeightsMatchTheFileLayout) {
         const TensorView host = make_view(w.data(), wt, {n_in, n_out, 1, 1});
         const TensorView xv = make_view(x.data(), DType::kF32, {n_in, n_tok, 1, 1});
         const TensorView bv = make_view(bias.data(), DType::kF32, {n_out, 1, 1, 1});
-        for (IsaBackend& ib : all_backends()) {
+        for (IsaBackend& ib : all_backends()) {  // two-term default: pairs in every tile remainder
           SCOPED_TRACE(std::string(dtype_name(wt)) + " " + std::string(cpu_isa_name(ib.isa)) +
                        " n_out=" + std::to_string(n_out) + " n_tok=" + std::to_string(n_tok));
           std::unique_ptr<Buffer> keep;

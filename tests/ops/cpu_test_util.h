@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -26,9 +27,13 @@ struct IsaBackend {
 };
 
 // Every level this CPU supports, each with 2 threads (so the row split is exercised).
-std::vector<IsaBackend> all_backends(int n_threads = 2);
+std::vector<IsaBackend> all_backends(int n_threads = 2,
+                                     ActivationPrecision activations = ActivationPrecision::kInt8x2);
 
 std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo = -1.0f, float hi = 1.0f);
+// [n_out] rows of n_in elements of type t, random: quantized from random floats where quant has
+// a quantizer, else random bytes with small positive fp16 scales.
+std::vector<std::byte> random_weight(std::mt19937& rng, DType t, int64_t n_in, int64_t n_out);
 inline float nan_value() { return std::nanf(""); }
 inline bool is_nan(float x) { return x != x; }
 

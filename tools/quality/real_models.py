@@ -74,11 +74,22 @@ def cmd_kld(a):
                "--device", a.device]
         subprocess.run(run, check=True)
         ours = np.fromfile(dump, dtype=np.float32)
-    model = AutoModelForCausalLM.from_pretrained(os.path.dirname(a.model), gguf_file=os.path.basename(a.model),
-                                                 torch_dtype=torch.float32)
-    model.eval()
-    with torch.no_grad():
-        ref = model(torch.tensor([ids])).logits[0].float().numpy()
+    # --ref-cache: the reference logits of these ids, reused across cera builds (the reference
+    # does not change; building Gemma 3's tokenizer in transformers takes minutes).
+    cache = a.ref_cache
+    ref = None
+    if cache and os.path.exists(cache):
+        z = np.load(cache)
+        if z["ids"].tolist() == ids:
+            ref = z["logits"]
+    if ref is None:
+        model = AutoModelForCausalLM.from_pretrained(os.path.dirname(a.model), gguf_file=os.path.basename(a.model),
+                                                     torch_dtype=torch.float32)
+        model.eval()
+        with torch.no_grad():
+            ref = model(torch.tensor([ids])).logits[0].float().numpy()
+        if cache:
+            np.savez(cache, ids=np.array(ids), logits=ref)
     ours = ours.reshape(len(ids), -1)[:, : ref.shape[1]]
     lr, lo = log_softmax(ref), log_softmax(ours)
     kld = (np.exp(lr) * (lr - lo)).sum(axis=-1)
@@ -131,6 +142,7 @@ def main():
     k.add_argument("--cera", required=True)
     k.add_argument("--model", required=True)
     k.add_argument("--device", default="cpu")
+    k.add_argument("--ref-cache", help="an .npz file for the reference logits (written once, then reused)")
     t = sub.add_parser("tokens")
     t.add_argument("--model", required=True)
     t.add_argument("--name", required=True)

@@ -77,7 +77,7 @@ void copy_rows(const TensorView& v, std::byte* packed, bool to_view) {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int n_threads, CpuIsa isa) : ctx_(n_threads, isa, table_for(isa)) {}
+  CpuBackend(const CpuBackendOptions& o, CpuIsa isa) : ctx_(o.n_threads, isa, table_for(isa), o.activations) {}
 
   Device device() const override { return Device::kCpu; }
   std::string name() const override {
@@ -233,7 +233,7 @@ std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
   CERA_CHECK_MSG(cpu_isa_supported(isa),
                  "cpu backend: this CPU cannot run the " + std::string(cpu_isa_name(isa)) + " kernels");
   CERA_CHECK(options.n_threads >= 0);
-  return std::make_unique<CpuBackend>(options.n_threads, isa);
+  return std::make_unique<CpuBackend>(options, isa);
 }
 
 }  // namespace cera::ops

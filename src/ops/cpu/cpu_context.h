@@ -51,11 +51,13 @@ class R16Registry {
 };
 
 struct CpuContext {
-  CpuContext(int n_threads, CpuIsa isa_level, const KernelTable& table)
-      : pool(n_threads), isa(isa_level), kernels(&table) {}
+  CpuContext(int n_threads, CpuIsa isa_level, const KernelTable& table,
+             ActivationPrecision act = ActivationPrecision::kInt8x2)
+      : pool(n_threads), isa(isa_level), kernels(&table), activations(act) {}
   ThreadPool pool;
   CpuIsa isa;
   const KernelTable* kernels;
+  ActivationPrecision activations;  // of matmul (matmul_experts packs its own, single-term)
   std::shared_ptr<R16Registry> r16 = std::make_shared<R16Registry>();
   // Scratch; grown on demand, never shrunk (a Backend is used by one thread at a time).
   std::vector<std::byte> act_rows;  // quantized activation rows of a matmul

@@ -1,7 +1,9 @@
 // matmul and embed: validation, activation quantization (once per call, to the weight's paired
-// 8-bit format) and the split of weight rows across the thread pool. Rows are split in multiples
+// 8-bit format, one or two terms: ActivationPrecision) and the split of weight rows across the
+// thread pool. Rows are split in multiples
 // of the kernel's tile so that each weight row is read by one thread, once, for all tokens.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -14,7 +16,34 @@
 namespace cera::ops::cpu {
 namespace {
 
-// Quantizes x's rows into ctx scratch and describes them.
+// The residual term of a two-term Q8_K row (kernels.h): r = x - d1 * q1 per 256-block, codes
+// nearbyint(r / d2) with d2 = max|r| / 127, |code| <= 127 (the K kernels' sign trick needs it).
+// Scalar on every level: Q8_K rows are quantized by quant's scalar reference anyway.
+void quantize_q8_k_residual(const float* x, int64_t n, const quant::BlockQ8_K* q1, quant::BlockQ8_K* out) {
+  for (int64_t b = 0; b < n / 256; ++b, x += 256) {
+    float r[256];
+    float amax = 0.0f;
+    for (int j = 0; j < 256; ++j) {
+      r[j] = x[j] - q1[b].d * static_cast<float>(q1[b].qs[j]);
+      amax = std::fmax(amax, std::fabs(r[j]));
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    out[b].d = d;
+    for (int g = 0; g < 16; ++g) {
+      int sum = 0;
+      for (int j = 16 * g; j < 16 * g + 16; ++j) {
+        const int q = static_cast<int>(std::nearbyint(std::fmax(-127.0f, std::fmin(127.0f, r[j] * id))));
+        out[b].qs[j] = static_cast<int8_t>(q);
+        sum += q;
+      }
+      out[b].bsums[g] = static_cast<int16_t>(sum);
+    }
+  }
+}
+
+// Quantizes x's rows into ctx scratch and describes them: one row per token, or two (the codes
+// and the residual's codes, kernels.h) with ActivationPrecision::kInt8x2.
 PackedActivations pack_activations(CpuContext& ctx, DType act_type, const TensorView& x) {
   const int64_t n_in = x.cols();
   const int64_t n_tokens = x.rows();
@@ -25,24 +54,34 @@ PackedActivations pack_activations(CpuContext& ctx, DType act_type, const Tensor
     p.row_stride = x.stride();
     return p;
   }
+  const int terms = ctx.activations == ActivationPrecision::kInt8x2 ? 2 : 1;
+  const int64_t n_rows = n_tokens * terms;
   const int64_t row_bytes = static_cast<int64_t>(*dtype_row_bytes(act_type, static_cast<uint64_t>(n_in)));
-  ctx.act_rows.resize(static_cast<size_t>(row_bytes * n_tokens));
+  ctx.act_rows.resize(static_cast<size_t>(row_bytes * n_rows));
   std::byte* rows = ctx.act_rows.data();
   const bool q8_0 = act_type == DType::kQ8_0;
   const int64_t nb = n_in / 32;
   if (q8_0) {
-    ctx.act_d.resize(static_cast<size_t>(nb * n_tokens));
-    ctx.act_sum.resize(static_cast<size_t>(nb * n_tokens));
+    ctx.act_d.resize(static_cast<size_t>(nb * n_rows));
+    ctx.act_sum.resize(static_cast<size_t>(nb * n_rows));
   }
   float* act_d = ctx.act_d.data();
   int32_t* act_sum = ctx.act_sum.data();
+  const KernelTable& k = *ctx.kernels;
   ctx.pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      std::byte* dst = rows + t * row_bytes;
+      const float* src = x.row_as<const float>(t);
+      const int64_t r1 = t * terms, r2 = r1 + 1;  // r2: the residual row when terms == 2
+      std::byte* dst = rows + r1 * row_bytes;
       if (q8_0) {
-        ctx.kernels->quantize_q8_0(x.row_as<const float>(t), n_in, dst, act_d + t * nb, act_sum + t * nb);
+        k.quantize_q8_0(src, n_in, dst, act_d + r1 * nb, act_sum + r1 * nb);
+        if (terms == 2) k.quantize_q8_0_residual(src, n_in, dst, dst + row_bytes, act_d + r2 * nb, act_sum + r2 * nb);
       } else {
-        quant::quantize_activation_row(act_type, x.row_as<const float>(t), dst, n_in);
+        quant::quantize_activation_row(act_type, src, dst, n_in);
+        if (terms == 2) {
+          quantize_q8_k_residual(src, n_in, reinterpret_cast<const quant::BlockQ8_K*>(dst),
+                                 reinterpret_cast<quant::BlockQ8_K*>(dst + row_bytes));
+        }
       }
     }
   });
@@ -50,6 +89,7 @@ PackedActivations pack_activations(CpuContext& ctx, DType act_type, const Tensor
   p.row_stride = row_bytes;
   p.block_d = act_d;
   p.block_sum = act_sum;
+  p.terms = terms;
   return p;
 }
 
@@ -97,8 +137,8 @@ void matmul(CpuContext& ctx, const TensorView& out, const TensorView& weight, co
   args.w_stride = weight.stride();
   args.n_in = n_in;
   args.n_out = n_out;
-  args.n_tokens = n_tokens;
   args.act = pack_activations(ctx, quant::activation_type_for(weight.dtype), x);
+  args.n_tokens = n_tokens * args.act.terms;
   args.out = out.row_as<float>(0);
   args.out_stride = out.stride() / static_cast<int64_t>(sizeof(float));
   args.bias = bias != nullptr ? bias->row_as<const float>(0) : nullptr;
@@ -107,7 +147,7 @@ void matmul(CpuContext& ctx, const TensorView& out, const TensorView& weight, co
   // a small product runs on the calling thread alone (a dispatch costs a few microseconds).
   const int64_t tile = repacked ? kR16Rows : ctx.kernels->tile_rows;
   const int64_t n_tiles = (n_out + tile - 1) / tile;
-  const int64_t macs = n_out * n_in * n_tokens;
+  const int64_t macs = n_out * n_in * args.n_tokens;
   const int64_t grain = macs < (1 << 16) ? n_tiles
                                          : std::max<int64_t>(1, n_tiles / (8 * ctx.pool.size()));
   ctx.pool.parallel_for(n_tiles, grain, [&](int64_t begin, int64_t end) {

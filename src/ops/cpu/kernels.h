@@ -21,17 +21,25 @@ struct PackedActivations {
   // (offset and minimum terms of the weight formats whose codes are unsigned).
   const float* block_d = nullptr;
   const int32_t* block_sum = nullptr;
+  // Activation rows per output token: 1, or 2 for two-term activations (ActivationPrecision::
+  // kInt8x2): row 2t holds token t's codes, row 2t + 1 the codes of its residual, both in `type`
+  // with their own scales (a residual Q8_0 row's scale is the float in block_d, full precision;
+  // its fp16 d field is informational). Kernels treat every row as a token and, on store, add
+  // the two rows' results into output token t, so a weight tile is read once for both terms.
+  int terms = 1;
 };
 
 // out[t][r] = dot(weight row r, activation row t) (+ bias[r]) for rows [row_begin, row_end)
-// and every token. Weight rows hold n_in elements, `w_stride` bytes apart.
+// and every token. Weight rows hold n_in elements, `w_stride` bytes apart. With two-term
+// activations out[t][r] = dot(row, act row 2t) + dot(row, act row 2t + 1) (+ bias[r]); kernels
+// then run token tiles of even size starting at even rows, so a pair never straddles two tiles.
 struct MatmulArgs {
   DType weight_type = DType::kF32;
   const std::byte* weight = nullptr;
   int64_t w_stride = 0;
   int64_t n_in = 0;
   int64_t n_out = 0;
-  int64_t n_tokens = 0;
+  int64_t n_tokens = 0;  // activation rows: output tokens * act.terms
   PackedActivations act;
   float* out = nullptr;
   int64_t out_stride = 0;  // floats between tokens' output rows
@@ -75,6 +83,12 @@ struct KernelTable {
   // Quantizes n floats (a multiple of 32) to Q8_0 blocks exactly as quant's reference does, and
   // writes each block's scale as float and its code sum (PackedActivations::block_d/block_sum).
   void (*quantize_q8_0)(const float* x, int64_t n, void* blocks, float* block_d, int32_t* block_sum);
+  // The second term of a two-term Q8_0 row: given x and its first-term blocks `q1` (from
+  // quantize_q8_0), quantizes per block r = x - fp16(d1) * q1 with d2 = max|r| / 127 (float),
+  // codes nearbyint(r / d2) clamped to [-127, 127], and writes codes, d2 and the code sums.
+  // Every level computes the same codes (same float operations, round half to even).
+  void (*quantize_q8_0_residual)(const float* x, int64_t n, const void* q1, void* blocks,
+                                 float* block_d, int32_t* block_sum);
 };
 
 const KernelTable& portable_kernels();

@@ -1,6 +1,7 @@
 // The portable kernel level: every matmul goes through the reference quant::vec_dot, so its
 // results equal the reference bit for bit (the oracle the SIMD levels are tested against), and
-// attention uses plain loops. Slow, but runs on any CPU.
+// attention uses plain loops. Slow, but runs on any CPU. Two-term activations (kernels.h) are
+// the sum of two reference dots, the residual's with its float scale applied per block.
 #include <cmath>
 
 #include "core/half.h"
@@ -36,12 +37,35 @@ namespace cera::ops::cpu {
 
 namespace {
 
+// Rows of Q8_0 activations whose scale is the float in block_d (two-term residual rows) are
+// dotted block by block with a unit fp16 scale, then scaled: the reference dot is linear in the
+// activation scale, so this is dw * d2 * sum(c * q2) (+ min terms) as the SIMD levels compute it.
+float residual_dot(const MatmulArgs& a, const std::byte* w, int64_t act_row) {
+  const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(a.act.data + act_row * a.act.row_stride);
+  const int64_t nb = a.n_in / 32;
+  const int64_t w_block = dtype_type_size(a.weight_type);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    quant::BlockQ8_0 unit = x[b];
+    unit.d = float_to_half(1.0f);
+    sum += a.act.block_d[act_row * nb + b] * quant::vec_dot(a.weight_type, w + b * w_block, &unit, 32);
+  }
+  return sum;
+}
+
+float row_dot(const MatmulArgs& a, const std::byte* w, int64_t act_row) {
+  if (act_row % 2 == 1 && a.act.terms == 2 && a.act.type == DType::kQ8_0) return residual_dot(a, w, act_row);
+  return quant::vec_dot(a.weight_type, w, a.act.data + act_row * a.act.row_stride, a.n_in);
+}
+
 void matmul_reference(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  for (int64_t t = 0; t < a.n_tokens; ++t) {
-    const std::byte* x = a.act.data + t * a.act.row_stride;
+  const int terms = a.act.terms;
+  for (int64_t t = 0; t < a.n_tokens / terms; ++t) {
     float* out = a.out + t * a.out_stride;
     for (int64_t r = row_begin; r < row_end; ++r) {
-      const float dot = quant::vec_dot(a.weight_type, a.weight + r * a.w_stride, x, a.n_in);
+      const std::byte* w = a.weight + r * a.w_stride;
+      float dot = row_dot(a, w, t * terms);
+      if (terms == 2) dot += row_dot(a, w, t * terms + 1);
       out[r] = a.bias != nullptr ? dot + a.bias[r] : dot;
     }
   }
@@ -63,11 +87,38 @@ void quantize_q8_0_reference(const float* x, int64_t n, void* blocks, float* blo
   }
 }
 
+// The scalar form of simd_quantize.inc's residual quantizer: same float operations, same codes.
+void quantize_q8_0_residual_reference(const float* x, int64_t n, const void* q1, void* blocks,
+                                      float* block_d, int32_t* block_sum) {
+  const auto* in = static_cast<const quant::BlockQ8_0*>(q1);
+  auto* out = static_cast<quant::BlockQ8_0*>(blocks);
+  for (int64_t b = 0; b < n / 32; ++b, x += 32) {
+    const float d1 = half_to_float(in[b].d);
+    float r[32];
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      r[j] = x[j] - d1 * static_cast<float>(in[b].qs[j]);
+      amax = std::fmax(amax, std::fabs(r[j]));
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    out[b].d = float_to_half(d);
+    block_d[b] = d;
+    int32_t s = 0;
+    for (int j = 0; j < 32; ++j) {
+      const float c = std::fmax(-127.0f, std::fmin(127.0f, r[j] * id));  // NaN -> 127
+      out[b].qs[j] = static_cast<int8_t>(std::nearbyint(c));
+      s += out[b].qs[j];
+    }
+    block_sum[b] = s;
+  }
+}
+
 }  // namespace
 
 const KernelTable& portable_kernels() {
   static const KernelTable table{"portable", 1, matmul_for, attention_unit, no_r16,
-                                 quantize_q8_0_reference};
+                                 quantize_q8_0_reference, quantize_q8_0_residual_reference};
   return table;
 }
 
