@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/cuda/gemv_kernels.cuh"
+#include "gemv_v3.cuh"
 
 using namespace cera;
 using namespace cera::ops::cuda;
@@ -61,19 +61,29 @@ constexpr Shape kShapes[] = {{"8b.qkv", 4096, 6144},   {"8b.o", 4096, 4096},    
 
 using GemvKernel = void (*)(GemvParams);
 
-enum class Variant { kV2, kV3, kV3TwoTerm };
-const char* variant_name(Variant v) { return v == Variant::kV2 ? "v2" : v == Variant::kV3 ? "v3" : "v3-2term"; }
+enum class Variant { kV2, kV2Unroll8, kV3, kV3TwoTerm };
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::kV2: return "v2";
+    case Variant::kV2Unroll8: return "v2-u8";
+    case Variant::kV3: return "v3";
+    default: return "v3-2term";
+  }
+}
 
 template <DType T, int B>
 GemvKernel kernel_of(Variant v, int& rows) {
   constexpr bool kPlain = T == DType::kF16;
-  rows = v == Variant::kV2 ? 1 : kRows;
+  rows = v == Variant::kV2 || v == Variant::kV2Unroll8 ? 1 : kRows;
   if constexpr (kPlain) {
     return v == Variant::kV2 ? gemv_f_kernel<T, B, 8> : v == Variant::kV3 ? gemv_rows_f_kernel<T, B> : nullptr;
   } else {
-    return v == Variant::kV2 ? gemv_q_kernel<T, B>
-           : v == Variant::kV3 ? gemv_rows_q_kernel<T, B, 1>
-                               : gemv_rows_q_kernel<T, B, 2>;
+    switch (v) {
+      case Variant::kV2: return gemv_q_kernel<T, B>;
+      case Variant::kV2Unroll8: return gemv_q_kernel<T, B, 8>;
+      case Variant::kV3: return gemv_rows_q_kernel<T, B, 1>;
+      default: return gemv_rows_q_kernel<T, B, 2>;
+    }
   }
 }
 
@@ -99,7 +109,7 @@ Layout layout_of(DType t, const Shape& s) {
 
 template <DType T>
 void bench_type(const char* tname, bool quick, double& worst_err) {
-  const int tokens[] = {1, 2, 4, 8};
+  const int tokens[] = {1, 2, 4, 8};  // the device script prints B = 1, 2
   for (const Shape& s : kShapes) {
     const Layout L = layout_of(T, s);
     const int copies = int(std::max<uint64_t>(2, (512ull << 20) / L.copy + 1));  // > 8x L2
@@ -137,7 +147,7 @@ void bench_type(const char* tname, bool quick, double& worst_err) {
     for (int b : tokens) {
       if (quick && b > 2) break;
       std::vector<float> ref;
-      for (Variant v : {Variant::kV2, Variant::kV3, Variant::kV3TwoTerm}) {
+      for (Variant v : {Variant::kV2, Variant::kV2Unroll8, Variant::kV3, Variant::kV3TwoTerm}) {
         int rows = 1;
         const GemvKernel k = kernel_for<T>(v, b, rows);
         if (k == nullptr) continue;
@@ -181,7 +191,7 @@ void bench_type(const char* tname, bool quick, double& worst_err) {
             err = std::max(err, double(std::fabs(got[i] - ref[i])));
           }
           err /= std::max(mag, 1e-30);
-          if (v == Variant::kV3) worst_err = std::max(worst_err, finite ? err : INFINITY);
+          if (v == Variant::kV3 || v == Variant::kV2Unroll8) worst_err = std::max(worst_err, finite ? err : INFINITY);
         }
         // Time: warm-up, then 5 repeats of `iters` launches rotating the copies; median.
         const int iters = 4 * copies;

@@ -7,6 +7,7 @@
 // position on the device, so a decode step's launch parameters do not change with the position
 // and a captured graph replays unchanged (graph.h).
 #include <algorithm>
+#include <cstdlib>
 
 #include "ops/cuda/cuda_ops.h"
 
@@ -177,28 +178,47 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   }
 }
 
-// One block per (head, token): merges the n_split partial softmax results.
+// One block per (head, token): merges the n_split partial softmax results. The splits' (max,
+// sum) pairs go to shared memory first and each split's weight is computed once, so the loop
+// over splits is branch-free loads the compiler batches (the first version, a branch and a
+// dependent (max, sum) load per split and element, cost ~0.5 ms a token at 8B, depth 4096).
 __global__ void attention_merge_kernel(const __grid_constant__ AttnParams p) {
+  __shared__ float s_f[kMaxSplits];
+  __shared__ float s_inv;
   const int h = blockIdx.x;
   const int64_t t = blockIdx.y;
   const int64_t base = (t * p.n_head + h) * p.n_split;
-  // Splits past the token's position hold nothing (same split length as attention_kernel): at
-  // short contexts most of them, so the merge reads only the ones that saw entries.
+  // Splits past the token's position hold nothing (same split length as attention_kernel).
   const int32_t pos = p.positions[t];
   const int split_len = max(kMinSplitLen, (pos + p.n_split) / p.n_split);
   const int n_live = min(p.n_split, pos / split_len + 1);
-  float mx = -INFINITY;
-  for (int s = 0; s < n_live; ++s) mx = fmaxf(mx, p.partial_ml[base + s].x);
-  for (int i = threadIdx.x; i < p.head_dim; i += blockDim.x) {
-    float sum = 0.0f, a = 0.0f;
-    for (int s = 0; s < n_live; ++s) {
-      const float2 ml = p.partial_ml[base + s];
-      if (ml.x == -INFINITY) continue;
-      const float f = __expf(ml.x - mx);
-      sum += ml.y * f;
-      a += p.partial_acc[(base + s) * p.head_dim + i] * f;
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    float2 ml[kMaxSplits / 32];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kMaxSplits / 32; ++k) {
+      const int s = lane + 32 * k;
+      ml[k] = s < n_live ? p.partial_ml[base + s] : make_float2(-INFINITY, 0.0f);
+      mx = fmaxf(mx, ml[k].x);
     }
-    p.out.data[t * p.out.token_stride + h * p.out.head_stride + i] = sum > 0.0f ? a / sum : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kMaxSplits / 32; ++k) {
+      const float f = ml[k].x == -INFINITY ? 0.0f : __expf(ml[k].x - mx);
+      sum += ml[k].y * f;
+      if (lane + 32 * k < n_live) s_f[lane + 32 * k] = f;
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) s_inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < p.head_dim; i += blockDim.x) {
+    float a = 0.0f;
+#pragma unroll 8
+    for (int s = 0; s < n_live; ++s) a += p.partial_acc[(base + s) * p.head_dim + i] * s_f[s];
+    p.out.data[t * p.out.token_stride + h * p.out.head_stride + i] = a * s_inv;
   }
 }
 
@@ -263,10 +283,16 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   // heads -> 64 splits, 512 blocks of 4 warps, ~16 warps per SM streaming K/V; twice over gave
   // 8 warps per SM). Splits past a token's position (kMinSplitLen entries each at least) find no
   // entries and cost one idle block.
+  // CERA_CUDA_ATTN_FILL (1..8, default 4) sets the multiple: an A/B switch for benchmarks.
+  static const int64_t fill = [] {
+    const char* e = std::getenv("CERA_CUDA_ATTN_FILL");
+    const int v = e != nullptr ? std::atoi(e) : 4;
+    return int64_t(v >= 1 && v <= 8 ? v : 4);
+  }();
   const int64_t units = int64_t(a.n_head_kv) * p.n_chunks * n_tokens;
   int64_t n_split = 1;
-  if (units < 4 * ctx.sm_count()) {
-    n_split = std::min<int64_t>((4 * ctx.sm_count() + units - 1) / units, kMaxSplits);
+  if (units < fill * ctx.sm_count()) {
+    n_split = std::min<int64_t>((fill * ctx.sm_count() + units - 1) / units, kMaxSplits);
   }
   p.vec_rows = a.head_dim % 4 == 0 && p.k_stride % 4 == 0 && p.v_stride % 4 == 0 &&
                reinterpret_cast<uintptr_t>(p.k) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v) % 16 == 0;

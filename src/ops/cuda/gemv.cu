@@ -1,10 +1,6 @@
 // GEMV for 1..16 tokens (kernels in gemv_kernels.cuh): dequantization fused into a dp4a dot with
 // 8-bit activations, one pass over the weight for up to 8 tokens (16 tokens: two passes); plain
-// types (F32/F16/BF16) dot against float activations directly. The 32-element block types and
-// 16-byte-aligned plain weights take the multi-row kernels (v3), the K-quants one warp per row.
-#include <cstdlib>
-#include <cstring>
-
+// types (F32/F16/BF16) dot against float activations directly; one warp per row.
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/gemv_kernels.cuh"
@@ -86,32 +82,17 @@ struct GemvPick {
   int rows_per_warp = 1;
 };
 
-// CERA_CUDA_GEMV=v2 forces the one-row-per-warp kernels: an A/B switch for benchmarks.
-bool force_v2() {
-  static const bool v2 = [] {
-    const char* e = std::getenv("CERA_CUDA_GEMV");
-    return e != nullptr && std::strcmp(e, "v2") == 0;
-  }();
-  return v2;
-}
-
 template <DType T, int B>
 GemvPick pick_b(int64_t vec) {
   if constexpr (T == DType::kF32 || T == DType::kF16 || T == DType::kBF16) {
-    if (vec == 1) return {gemv_f_kernel<T, B, 1>, 1};
     constexpr int kWide = T == DType::kF32 ? 4 : 8;
-    if (force_v2()) return {gemv_f_kernel<T, B, kWide>, 1};
-    return {gemv_rows_f_kernel<T, B>, kRows};
-  } else if constexpr (Unit<T>::kElems == 32) {
-    if (force_v2()) return {gemv_q_kernel<T, B>, 1};
-    return {gemv_rows_q_kernel<T, B>, kRows};
+    return {vec == 1 ? gemv_f_kernel<T, B, 1> : gemv_f_kernel<T, B, kWide>, 1};
   } else {
     return {gemv_q_kernel<T, B>, 1};
   }
 }
 
-// Kernels for 1..8 tokens; instantiated configurations: every supported type x B in 1..8, each
-// in its v3 (multi-row, where the type has one) and v2 (one row per warp) form.
+// Kernels for 1..8 tokens; instantiated configurations: every supported type x B in 1..8.
 template <DType T>
 GemvPick pick(int b, int64_t vec) {
   switch (b) {
