@@ -15,6 +15,9 @@ constexpr HfArchInfo kArchTable[] = {
     {HfArch::kQwen2, "Qwen2ForCausalLM", "qwen2", false, false},
     {HfArch::kQwen3, "Qwen3ForCausalLM", "qwen3", false, false},
     {HfArch::kGranite, "GraniteForCausalLM", "granite", true, true},
+    {HfArch::kLfm2, "Lfm2ForCausalLM", "lfm2", false, false},
+    {HfArch::kLfm2Moe, "Lfm2MoeForCausalLM", "lfm2moe", false, false},
+    {HfArch::kQwen3Moe, "Qwen3MoeForCausalLM", "qwen3moe", false, false},
 };
 
 class Reader {
@@ -97,6 +100,67 @@ Status read_rope(const JsonValue& j, const Reader& r, HfConfig& c) {
   return {};
 }
 
+// lfm2 / lfm2moe layer kinds and L_cache; lfm2's FFN width adjustment (llama.cpp's
+// LFM2Model._add_feed_forward_length: 2/3 of intermediate_size, times the multiplier, rounded
+// up to block_multiple_of) when block_auto_adjust_ff_dim is set. lfm2moe uses intermediate_size.
+Status read_lfm2(const JsonValue& j, const Reader& r, HfConfig& c) {
+  const JsonValue* types = j.find("layer_types");
+  if (!types || !types->is_array() || types->size() != c.n_layer) {
+    return invalid_argument(r.where() + ": 'layer_types' must list " + std::to_string(c.n_layer) + " layer kinds");
+  }
+  for (const JsonValue& t : *types->as_array()) {
+    const std::string kind = t.as_string() ? *t.as_string() : "";
+    if (kind != "conv" && kind != "full_attention") {
+      return unsupported(r.where() + ": layer type '" + kind + "' (supported: conv, full_attention)");
+    }
+    c.conv_layers.push_back(kind == "conv");
+  }
+  CERA_ASSIGN_OR_RETURN(c.conv_l_cache, r.required_u32("conv_L_cache"));
+  if (const JsonValue* bias = j.find("conv_bias"); bias && bias->as_bool() && *bias->as_bool()) {
+    return unsupported(r.where() + ": conv_bias true (no lfm2 checkpoint has convolution biases)");
+  }
+  if (c.arch != HfArch::kLfm2) return {};
+  const JsonValue* adjust = j.find("block_auto_adjust_ff_dim");
+  if (adjust && adjust->as_bool() && *adjust->as_bool()) {
+    CERA_ASSIGN_OR_RETURN(const auto ff_dim, r.optional_u32("block_ff_dim"));
+    CERA_ASSIGN_OR_RETURN(const auto multiplier, r.optional_number(j, "block_ffn_dim_multiplier"));
+    CERA_ASSIGN_OR_RETURN(const uint32_t multiple_of, r.required_u32("block_multiple_of"));
+    int64_t ff = ff_dim.value_or(c.n_ff);
+    ff = 2 * ff / 3;
+    if (multiplier) ff = static_cast<int64_t>(*multiplier * static_cast<double>(ff));
+    c.n_ff = static_cast<uint32_t>(multiple_of * ((ff + multiple_of - 1) / multiple_of));
+  }
+  return {};
+}
+
+Status read_moe(const JsonValue& j, const Reader& r, HfConfig& c) {
+  CERA_ASSIGN_OR_RETURN(const auto n_expert, r.optional_u32("num_experts"));
+  CERA_ASSIGN_OR_RETURN(const auto n_local, r.optional_u32("num_local_experts"));
+  if (!n_expert && !n_local) return not_found(r.where() + ": missing key 'num_experts'");
+  c.n_expert = n_expert ? *n_expert : *n_local;
+  CERA_ASSIGN_OR_RETURN(c.n_expert_used, r.required_u32("num_experts_per_tok"));
+  CERA_ASSIGN_OR_RETURN(c.n_ff_exp, r.required_u32("moe_intermediate_size"));
+  if (c.n_expert_used > c.n_expert) return invalid_argument(r.where() + ": num_experts_per_tok exceeds num_experts");
+  if (const JsonValue* v = j.find("norm_topk_prob"); v && v->as_bool()) c.norm_topk_prob = *v->as_bool();
+  CERA_ASSIGN_OR_RETURN(const auto scaling, r.optional_number(j, "routed_scaling_factor"));
+  if (scaling && *scaling != 1.0) return unsupported(r.where() + ": routed_scaling_factor " + std::to_string(*scaling));
+  if (c.arch == HfArch::kLfm2Moe) {
+    const JsonValue* dense = j.find("num_dense_layers");
+    c.n_dense_lead = dense && dense->as_int() ? static_cast<uint32_t>(*dense->as_int()) : 0;
+    const JsonValue* bias = j.find("use_expert_bias");
+    c.expert_bias = !bias || !bias->as_bool() || *bias->as_bool();  // transformers' default: true
+    if (c.n_dense_lead > c.n_layer) return invalid_argument(r.where() + ": num_dense_layers exceeds num_hidden_layers");
+  } else {
+    // qwen3moe: every layer sparse (decoder_sparse_step 1, no mlp_only_layers), as llama.cpp assumes.
+    const JsonValue* step = j.find("decoder_sparse_step");
+    const JsonValue* only = j.find("mlp_only_layers");
+    if ((step && step->as_int() && *step->as_int() != 1) || (only && only->is_array() && only->size() != 0)) {
+      return unsupported(r.where() + ": dense layers between qwen3moe expert layers (decoder_sparse_step / mlp_only_layers)");
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 const HfArchInfo& arch_info(HfArch arch) {
@@ -138,8 +202,10 @@ Result<HfConfig> parse_hf_config(const JsonValue& j, const std::string& where) {
   if (c.arch != HfArch::kGranite) {
     CERA_ASSIGN_OR_RETURN(c.explicit_head_dim, r.optional_u32("head_dim"));
   }
-  CERA_ASSIGN_OR_RETURN(const auto eps, r.optional_number(j, "rms_norm_eps"));
-  if (!eps) return not_found(where + ": missing key 'rms_norm_eps'");
+  const bool lfm2_family = c.arch == HfArch::kLfm2 || c.arch == HfArch::kLfm2Moe;
+  const char* eps_key = lfm2_family ? "norm_eps" : "rms_norm_eps";
+  CERA_ASSIGN_OR_RETURN(const auto eps, r.optional_number(j, eps_key));
+  if (!eps) return not_found(where + ": missing key '" + eps_key + "'");
   c.rms_eps = *eps;
   CERA_RETURN_IF_ERROR(read_rope(j, r, c));
   if (const JsonValue* tie = j.find("tie_word_embeddings"); tie && tie->as_bool()) c.tie_word_embeddings = *tie->as_bool();
@@ -149,6 +215,8 @@ Result<HfConfig> parse_hf_config(const JsonValue& j, const std::string& where) {
     CERA_ASSIGN_OR_RETURN(c.residual_multiplier, r.optional_number(j, "residual_multiplier"));
     CERA_ASSIGN_OR_RETURN(c.logits_scaling, r.optional_number(j, "logits_scaling"));
   }
+  if (lfm2_family) CERA_RETURN_IF_ERROR(read_lfm2(j, r, c));
+  if (c.arch == HfArch::kLfm2Moe || c.arch == HfArch::kQwen3Moe) CERA_RETURN_IF_ERROR(read_moe(j, r, c));
   c.bos_token_id = r.optional_int("bos_token_id");
   c.eos_token_id = r.optional_int("eos_token_id");
   c.pad_token_id = r.optional_int("pad_token_id");

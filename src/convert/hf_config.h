@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "format/json.h"
 #include "core/status.h"
@@ -15,7 +16,7 @@ namespace cera::convert {
 
 using format::JsonValue;
 
-enum class HfArch { kLlama, kMistral, kQwen2, kQwen3, kGranite };
+enum class HfArch { kLlama, kMistral, kQwen2, kQwen3, kGranite, kLfm2, kLfm2Moe, kQwen3Moe };
 
 struct HfArchInfo {
   HfArch arch;
@@ -52,11 +53,22 @@ struct HfConfig {
   bool tie_word_embeddings = false;
   // Granite multipliers (absent or 0 = not written, as llama.cpp).
   std::optional<double> embedding_multiplier, attention_multiplier, residual_multiplier, logits_scaling;
+  // lfm2 / lfm2moe: which layers are short convolutions (layer_types "conv"), and L_cache.
+  std::vector<bool> conv_layers;  // [n_layer]; empty for the other families
+  uint32_t conv_l_cache = 0;
+  // Mixture of experts (qwen3moe, lfm2moe).
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  uint32_t n_ff_exp = 0;          // moe_intermediate_size
+  uint32_t n_dense_lead = 0;      // lfm2moe num_dense_layers
+  bool norm_topk_prob = true;
+  bool expert_bias = false;       // lfm2moe use_expert_bias: exp_probs_b tensors
   // Special token ids given in config.json (fallbacks for tokenizer_config.json).
   std::optional<int64_t> bos_token_id, eos_token_id, pad_token_id;
 
   uint32_t head_dim() const { return explicit_head_dim.value_or(n_embd / n_head); }
   uint32_t head_count_kv() const { return n_head_kv.value_or(n_head); }
+  bool is_conv_layer(uint32_t il) const { return !conv_layers.empty() && conv_layers[il]; }
 };
 
 // Parses and validates config.json (divisibility, positive sizes); errors name the file and key.

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "convert/gguf_stream.h"
+#include "convert/hf_plan.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/quantize.h"
 #include "convert/safetensors.h"
@@ -19,15 +20,6 @@ uint64_t permuted_source_row(uint64_t row, uint64_t head_dim) {
 }
 
 namespace {
-
-enum class Permute { kNone, kQ, kK };
-
-struct Planned {
-  std::string gguf_name;
-  const StTensor* src = nullptr;
-  std::vector<uint64_t> expected;  // HF order
-  Permute permute = Permute::kNone;
-};
 
 // Per-layer HF suffix -> GGUF suffix, with the shape it must have and whether it is optional.
 struct LayerTensor {
@@ -73,29 +65,77 @@ std::string shape_str(const std::vector<uint64_t>& s) {
   return out + "]";
 }
 
+}  // namespace
+
+PlanBuilder::PlanBuilder(const SafetensorsCheckpoint& ckpt, bool permute_qk) : ckpt_(ckpt), permute_qk_(permute_qk) {
+  for (const auto& [name, t] : ckpt.by_name()) used_[name] = false;
+}
+
+Status PlanBuilder::check(const StTensor& t, const std::string& hf, const std::vector<uint64_t>& shape) const {
+  if (t.shape != shape) {
+    return invalid_argument(t.file + ": tensor '" + hf + "' has shape " + shape_str(t.shape) + ", config.json implies " +
+                            shape_str(shape));
+  }
+  return {};
+}
+
+Status PlanBuilder::take(const std::string& hf, std::string gguf, std::vector<uint64_t> shape, bool optional, Permute p) {
+  const StTensor* t = ckpt_.find(hf);
+  if (!t) {
+    if (optional) return {};
+    return not_found("missing tensor '" + hf + "'");
+  }
+  used_[hf] = true;
+  CERA_RETURN_IF_ERROR(check(*t, hf, shape));
+  plan_.push_back({std::move(gguf), t, std::move(shape), permute_qk_ ? p : Permute::kNone, {}});
+  return {};
+}
+
+Status PlanBuilder::take_squeezed(const std::string& hf, std::string gguf, const std::vector<uint64_t>& hf_shape,
+                                  std::vector<uint64_t> shape) {
+  const StTensor* t = ckpt_.find(hf);
+  if (!t) return not_found("missing tensor '" + hf + "'");
+  used_[hf] = true;
+  CERA_RETURN_IF_ERROR(check(*t, hf, hf_shape));
+  plan_.push_back({std::move(gguf), t, std::move(shape), Permute::kNone, {}});
+  return {};
+}
+
+Status PlanBuilder::take_stack(const std::vector<std::string>& hf, std::string gguf, const std::vector<uint64_t>& each) {
+  Planned p{std::move(gguf), nullptr, {hf.size()}, Permute::kNone, {}};
+  p.expected.insert(p.expected.end(), each.begin(), each.end());
+  for (const std::string& name : hf) {
+    const StTensor* t = ckpt_.find(name);
+    if (!t) return not_found("missing tensor '" + name + "'");
+    used_[name] = true;
+    CERA_RETURN_IF_ERROR(check(*t, name, each));
+    p.stack.push_back(t);
+  }
+  p.src = p.stack.empty() ? nullptr : p.stack[0];
+  plan_.push_back(std::move(p));
+  return {};
+}
+
+Status PlanBuilder::check_all_used() const {
+  for (const auto& [name, u] : used_) {
+    if (u) continue;
+    if (name.size() > 22 && name.compare(name.size() - 22, 22, ".rotary_emb.inv_freq") == 0) continue;
+    return unsupported(ckpt_.find(name)->file + ": tensor '" + name + "' has no GGUF mapping for this architecture");
+  }
+  return {};
+}
+
+namespace {
+
 Result<std::vector<Planned>> plan_tensors(const SafetensorsCheckpoint& ckpt, const HfConfig& c,
                                           std::vector<std::string>& notes) {
-  std::vector<Planned> plan;
-  std::map<std::string, bool> used;
-  for (const auto& [name, t] : ckpt.by_name()) used[name] = false;
-  const bool permute = arch_info(c.arch).permute_qk;
-  auto take = [&](const std::string& hf, std::string gguf, std::vector<uint64_t> shape, bool optional,
-                  Permute p) -> Status {
-    const StTensor* t = ckpt.find(hf);
-    if (!t) {
-      if (optional) return {};
-      return not_found("missing tensor '" + hf + "'");
-    }
-    used[hf] = true;
-    if (t->shape != shape) {
-      return invalid_argument(t->file + ": tensor '" + hf + "' has shape " + shape_str(t->shape) +
-                              ", config.json implies " + shape_str(shape));
-    }
-    plan.push_back({std::move(gguf), t, std::move(shape), permute ? p : Permute::kNone});
-    return {};
-  };
-  CERA_RETURN_IF_ERROR(take("model.embed_tokens.weight", "token_embd.weight", {c.n_vocab, c.n_embd}, false, Permute::kNone));
+  PlanBuilder b(ckpt, arch_info(c.arch).permute_qk);
+  CERA_RETURN_IF_ERROR(b.take("model.embed_tokens.weight", "token_embd.weight", {c.n_vocab, c.n_embd}, false));
   for (uint32_t l = 0; l < c.n_layer; ++l) {
+    if (is_hybrid_family(c.arch)) {
+      CERA_RETURN_IF_ERROR(plan_hybrid_layer(b, c, l));
+      continue;
+    }
     const std::string hf_prefix = "model.layers." + std::to_string(l) + ".";
     const std::string gguf_prefix = "blk." + std::to_string(l) + ".";
     for (const LayerTensor& lt : kLayerTensors) {
@@ -104,24 +144,25 @@ Result<std::vector<Planned>> plan_tensors(const SafetensorsCheckpoint& ckpt, con
                         : hf.rfind("self_attn.k_proj.", 0) == 0 ? Permute::kK
                                                                 : Permute::kNone;
       const bool optional = lt.optional && !(c.arch == HfArch::kQwen3 && hf.find("_norm.") != std::string::npos);
-      CERA_RETURN_IF_ERROR(take(hf_prefix + hf, gguf_prefix + lt.gguf, layer_shape(hf, c), optional, p));
+      CERA_RETURN_IF_ERROR(b.take(hf_prefix + hf, gguf_prefix + lt.gguf, layer_shape(hf, c), optional, p));
     }
   }
-  CERA_RETURN_IF_ERROR(take("model.norm.weight", "output_norm.weight", {c.n_embd}, false, Permute::kNone));
+  const bool lfm2_family = c.arch == HfArch::kLfm2 || c.arch == HfArch::kLfm2Moe;
+  if (lfm2_family) {
+    CERA_RETURN_IF_ERROR(b.take("model.embedding_norm.weight", "token_embd_norm.weight", {c.n_embd}, false));
+  } else {
+    CERA_RETURN_IF_ERROR(b.take("model.norm.weight", "output_norm.weight", {c.n_embd}, false));
+  }
   if (c.tie_word_embeddings) {
-    if (ckpt.find("lm_head.weight")) {
-      used["lm_head.weight"] = true;
+    if (b.has("lm_head.weight")) {
+      b.mark_used("lm_head.weight");
       notes.push_back("tie_word_embeddings: lm_head.weight not written (output uses token_embd)");
     }
   } else {
-    CERA_RETURN_IF_ERROR(take("lm_head.weight", "output.weight", {c.n_vocab, c.n_embd}, false, Permute::kNone));
+    CERA_RETURN_IF_ERROR(b.take("lm_head.weight", "output.weight", {c.n_vocab, c.n_embd}, false));
   }
-  for (const auto& [name, u] : used) {
-    if (u) continue;
-    if (name.size() > 22 && name.compare(name.size() - 22, 22, ".rotary_emb.inv_freq") == 0) continue;
-    return unsupported(ckpt.find(name)->file + ": tensor '" + name + "' has no GGUF mapping for this architecture");
-  }
-  return plan;
+  CERA_RETURN_IF_ERROR(b.check_all_used());
+  return std::move(b.plan());
 }
 
 void write_metadata(const HfConfig& c, const std::string& name, DType type, GgufStreamWriter& w) {
@@ -135,7 +176,8 @@ void write_metadata(const HfConfig& c, const std::string& name, DType type, Gguf
   w.set_u32(p + "embedding_length", c.n_embd);
   w.set_u32(p + "feed_forward_length", c.n_ff);
   w.set_u32(p + "attention.head_count", c.n_head);
-  if (c.n_head_kv) w.set_u32(p + "attention.head_count_kv", *c.n_head_kv);
+  const bool per_layer_kv = c.arch == HfArch::kLfm2 || c.arch == HfArch::kLfm2Moe;  // an array, below
+  if (c.n_head_kv && !per_layer_kv) w.set_u32(p + "attention.head_count_kv", *c.n_head_kv);
   const RopeScaling& s = c.rope_scaling;
   if (s.type == RopeScalingType::kLinear || s.type == RopeScalingType::kYarn) {
     w.set_string(p + "rope.scaling.type", s.type == RopeScalingType::kLinear ? "linear" : "yarn");
@@ -153,6 +195,7 @@ void write_metadata(const HfConfig& c, const std::string& name, DType type, Gguf
     w.set_u32(p + "vocab_size", c.n_vocab);
     w.set_u32(p + "rope.dimension_count", c.head_dim());
   }
+  if (is_hybrid_family(c.arch)) write_hybrid_metadata(c, w);
   if (c.arch == HfArch::kGranite) {
     // llama.cpp writes each only when truthy (present and non-zero).
     auto put = [&](const std::string& key, const std::optional<double>& v) {
@@ -180,6 +223,12 @@ TensorFill make_fill(const Planned& t, DType type, const HfConfig& c, int n_thre
       return quantize_tensor({type, n_cols, 1, [&](uint64_t, float* row) {
                                 for (uint64_t i = 0; i < n_cols; ++i) row[i] = all[permuted_source_row(i, hd)];
                               }, 1}, out);
+    }
+    if (!t.stack.empty()) {
+      // Experts stacked along the outer dimension: GGUF row r is row r % n_rows of expert r / n_rows.
+      return quantize_tensor({type, n_cols, n_rows * t.stack.size(), [&](uint64_t r, float* row) {
+                                t.stack[r / n_rows]->read_f32((r % n_rows) * n_cols, n_cols, row);
+                              }, n_threads}, out);
     }
     const uint64_t hd = t.permute == Permute::kNone ? 0 : n_rows / heads;
     return quantize_tensor({type, n_cols, n_rows, [&](uint64_t r, float* row) {

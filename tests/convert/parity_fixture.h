@@ -2,7 +2,8 @@
 // written by tools/parity/make_fixtures.py). Header-only so any test binary can include it.
 // Format, little-endian: 8 bytes "CERALOGT", u32 version (1), u32 n_vocab, u32 n_seqs, then per
 // sequence u32 n_tokens, i32 tokens[n_tokens], f32 logits[n_tokens][n_vocab] (every position).
-// logits.bin = transformers on the safetensors; logits_gguf.bin (not for granite) = transformers
+// logits.bin = transformers on the safetensors; logits_gguf.bin (not for granite, lfm2moe,
+// lfm2_conv: see has_gguf_reference) = transformers
 // on the GGUF `cera convert --type f32` wrote. Pass criterion (TESTING.md, oracle 3):
 // max |delta| / max |expected| < 1e-4 and the same argmax at every position.
 #pragma once
@@ -32,7 +33,12 @@ struct ExpectedLogits {
 
 // The fixture names, each a Hugging Face folder under tests/fixtures/parity/.
 inline std::vector<std::string> parity_fixture_names() {
-  return {"llama", "llama3_rope", "mistral", "qwen2", "qwen3", "granite"};
+  return {"llama", "llama3_rope", "mistral", "qwen2", "qwen3", "granite", "lfm2", "lfm2moe", "qwen3moe", "lfm2_conv"};
+}
+// Whether transformers' GGUF loader could judge the fixture's GGUF (logits_gguf.bin exists): it
+// has no granite or lfm2moe, and its lfm2 config needs at least one attention layer.
+inline bool has_gguf_reference(const std::string& name) {
+  return name != "granite" && name != "lfm2moe" && name != "lfm2_conv";
 }
 inline std::filesystem::path parity_fixture_dir(const std::string& name) {
   return source_dir() / "tests" / "fixtures" / "parity" / name;

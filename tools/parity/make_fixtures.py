@@ -7,7 +7,7 @@
 # tokenizers==0.23.3 safetensors==0.8.0; `check` also needs gguf==0.19.0
 # and accelerate==1.15.0. CPU is enough.
 #
-#   python tools/parity/make_fixtures.py build              # models, tokenizers, logits.bin
+#   python tools/parity/make_fixtures.py build [--only N..] # models, tokenizers, logits.bin
 #   python tools/parity/make_fixtures.py check --cera CERA  # cera convert -> transformers GGUF
 #                                                           # loader -> logits_gguf.bin, REPORT.md
 #
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (AutoConfig, AutoModelForCausalLM, GraniteConfig, LlamaConfig, MistralConfig,
-                          PreTrainedTokenizerFast, Qwen2Config, Qwen3Config)
+from transformers import (AutoConfig, AutoModelForCausalLM, GraniteConfig, LlamaConfig, Lfm2Config, Lfm2MoeConfig,
+                          MistralConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen3Config, Qwen3MoeConfig)
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "fixtures" / "parity"
@@ -51,7 +51,17 @@ COMMON = dict(vocab_size=N_VOCAB, hidden_size=64, intermediate_size=128, num_hid
               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
               rms_norm_eps=1e-5, bos_token_id=0, eos_token_id=1)
 
-# name -> (config factory, pre-tokenizer family, tied embeddings, transformers GGUF loader supports it)
+# LFM2 family: hidden 64, 3 layers (conv, attention, conv), L_cache 3; lfm2's intermediate_size 192
+# becomes 2/3 * 192 = 128 (block_auto_adjust_ff_dim, multiple of 32). lfm2_conv is a single
+# convolution layer (the model on which a context shift is exactly a fresh run, see
+# tests/model/recurrent_state_test.cpp). MoE: 8 experts of width 32, k = 2, renormalised.
+LFM2_COMMON = dict(vocab_size=N_VOCAB, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                   max_position_embeddings=2048, norm_eps=1e-5, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+                   conv_L_cache=3, tie_word_embeddings=True,
+                   rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+LFM2_LAYERS = ["conv", "full_attention", "conv"]
+
+# name -> (config factory, pre-tokenizer family, transformers GGUF loader supports it)
 FIXTURES = {
     "llama": (lambda: LlamaConfig(**COMMON, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
                                   tie_word_embeddings=False), "llama3", True),
@@ -72,7 +82,26 @@ FIXTURES = {
                                       logits_scaling=4.0,
                                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
                 "gpt2", False),
+    "lfm2": (lambda: Lfm2Config(**LFM2_COMMON, intermediate_size=192, num_hidden_layers=3, layer_types=LFM2_LAYERS,
+                                block_auto_adjust_ff_dim=True, block_multiple_of=32, block_ffn_dim_multiplier=1.0),
+             "llama3", True),
+    "lfm2moe": (lambda: Lfm2MoeConfig(**LFM2_COMMON, intermediate_size=128, moe_intermediate_size=32,
+                                      num_hidden_layers=3, layer_types=LFM2_LAYERS, num_dense_layers=1,
+                                      num_experts=8, num_experts_per_tok=2, norm_topk_prob=True,
+                                      use_expert_bias=True),
+                "llama3", False),
+    "qwen3moe": (lambda: Qwen3MoeConfig(**COMMON, head_dim=16, moe_intermediate_size=32, num_experts=8,
+                                        num_experts_per_tok=2, norm_topk_prob=True, tie_word_embeddings=False,
+                                        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+                 "qwen2", True),
+    "lfm2_conv": (lambda: Lfm2Config(**LFM2_COMMON, intermediate_size=192, num_hidden_layers=1, layer_types=["conv"],
+                                     block_auto_adjust_ff_dim=True, block_multiple_of=32,
+                                     block_ffn_dim_multiplier=1.0),
+                  "llama3", False),
 }
+ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                 "qwen3": "Qwen3ForCausalLM", "granite": "GraniteForCausalLM", "lfm2": "Lfm2ForCausalLM",
+                 "lfm2_moe": "Lfm2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM"}
 
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
                  "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -114,6 +143,11 @@ def randomize(model: torch.nn.Module, seed: int) -> None:
                 p.copy_(0.1 * noise)
             else:
                 p.copy_(0.1 * noise)
+        for name, b in model.named_buffers():
+            # lfm2moe's expert-selection bias is a buffer (zeros at init): random here so that
+            # choosing with it and weighting without it both matter.
+            if name.endswith("expert_bias"):
+                b.copy_(0.2 * torch.randn(b.shape, generator=g, dtype=torch.float32))
 
 
 def sequences(n_real: int) -> list[list[int]]:
@@ -127,7 +161,8 @@ def run_logits(model, seqs) -> list[np.ndarray]:
     out = []
     with torch.no_grad():
         for s in seqs:
-            out.append(model(torch.tensor([s])).logits[0].float().numpy())
+            # No cache: a model made only of convolution layers (lfm2_conv) has no attention cache.
+            out.append(model(torch.tensor([s]), use_cache=False).logits[0].float().numpy())
     return out
 
 
@@ -154,15 +189,15 @@ def read_logits(path: Path):
     return seqs, logits
 
 
-def build() -> None:
+def build(only) -> None:
     torch.manual_seed(0)
     for i, (name, (make_config, family, _)) in enumerate(FIXTURES.items()):
+        if only and name not in only:
+            continue
         d = OUT / name
         d.mkdir(parents=True, exist_ok=True)
         config = make_config()
-        config.architectures = [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                                 "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
-                                 "granite": "GraniteForCausalLM"}[config.model_type]]
+        config.architectures = [ARCHITECTURES[config.model_type]]
         torch.manual_seed(100 + i)
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
         randomize(model, 100 + i)
@@ -197,6 +232,14 @@ def check_rope_freqs(gguf_path: Path, hf_config) -> str:
     return f"rope_freqs vs transformers' llama3 inv_freq ratio: max rel {rel:.2e} ({ours.size} factors)"
 
 
+def gguf_u32(path: Path, suffix: str):
+    import gguf
+    reader = gguf.GGUFReader(path)
+    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
+    field = reader.fields.get(f"{arch}.{suffix}")
+    return None if field is None else int(field.parts[-1][0])
+
+
 def check(cera: str) -> None:
     rows = []
     rope_note = ""
@@ -210,7 +253,10 @@ def check(cera: str) -> None:
             subprocess.run([cera, "convert", str(d), "-o", str(gguf_path), "--type", "f32", "--name", "cera-parity"],
                            check=True)
             if not gguf_ok:
-                rows.append((name, "n/a (transformers' GGUF loader has no granite)", "", ""))
+                why = {"granite": "transformers' GGUF loader has no granite",
+                       "lfm2moe": "transformers' GGUF loader has no lfm2moe",
+                       "lfm2_conv": "not attempted: no attention layer, the loader derives the KV head count from them"}[name]
+                rows.append((name, f"n/a ({why})", "", ""))
                 continue
             config = AutoConfig.from_pretrained(tmp, gguf_file=gguf_path.name)
             # transformers 5.17's GGUF config mapping ignores <arch>.attention.key_length, so a
@@ -218,6 +264,10 @@ def check(cera: str) -> None:
             key_length = gguf_key_length(gguf_path)
             if key_length is not None:
                 config.head_dim = key_length
+            # Nor does it map expert_feed_forward_length (qwen3moe's moe_intermediate_size).
+            n_ff_exp = gguf_u32(gguf_path, "expert_feed_forward_length")
+            if n_ff_exp is not None:
+                config.moe_intermediate_size = n_ff_exp
             if name == "llama3_rope":
                 # The loader does not read rope_freqs (Llama 3 scaling has no metadata keys), so
                 # the tensor is judged on its own against transformers' llama3 inverse
@@ -243,7 +293,8 @@ def check(cera: str) -> None:
               "with the checkpoint's rope_parameters and the tensor is compared on its own: " + rope_note + ".",
               "qwen3: the loader ignores attention.key_length; head_dim is taken from the GGUF's key_length.",
               "mistral: written as arch `llama` (llama.cpp's convention); general.name avoids \"mistral\",",
-              "which would make transformers' loader switch to an architecture gguf-py does not map."]
+              "which would make transformers' loader switch to an architecture gguf-py does not map.",
+              "qwen3moe: the loader ignores expert_feed_forward_length; moe_intermediate_size is taken from the GGUF."]
     (OUT / "REPORT.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -252,8 +303,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("command", choices=["build", "check"])
     ap.add_argument("--cera", default=str(ROOT / "build-conv" / "apps" / "cli" / "cera"))
+    ap.add_argument("--only", nargs="*", default=[], help="build only these fixtures (default: all)")
     args = ap.parse_args()
-    build() if args.command == "build" else check(args.cera)
+    build(args.only) if args.command == "build" else check(args.cera)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ struct HybridSpec {
   std::vector<FfnKind> ffns;             // [n_layer]
   std::vector<AttentionSpec> attention;  // [n_layer]; used by kAttention layers
   ops::RouterParams router;              // MoE layers: k, gating, normalisation, scale
-  bool selection_bias = false;           // MoE layers carry exp_probs_b (lfm2moe)
+  bool selection_bias = false;           // MoE layers may carry exp_probs_b (lfm2moe; optional tensor)
   std::string output_norm = "output_norm.weight";  // lfm2: "token_embd_norm.weight"
 };
 

@@ -9,8 +9,8 @@ Result<MoeWeights> load_moe(WeightLoader& loader, int layer, const MoeShape& s, 
   CERA_ASSIGN_OR_RETURN(w.gate_inp, loader.require(layer_tensor(layer, "ffn_gate_inp"), {s.n_embd, s.n_expert, 1, 1},
                                                    WeightUse::kMatmul));
   if (selection_bias) {
-    CERA_ASSIGN_OR_RETURN(w.selection_bias, loader.require(layer_tensor(layer, "exp_probs_b", "bias"),
-                                                           {s.n_expert, 1, 1, 1}, WeightUse::kVector));
+    CERA_ASSIGN_OR_RETURN(w.selection_bias, loader.optional(layer_tensor(layer, "exp_probs_b", "bias"),
+                                                            {s.n_expert, 1, 1, 1}, WeightUse::kVector));
   }
   CERA_ASSIGN_OR_RETURN(w.gate_exps, loader.require(layer_tensor(layer, "ffn_gate_exps"),
                                                     {s.n_embd, s.n_ff_exp, s.n_expert, 1}, WeightUse::kMatmul));
