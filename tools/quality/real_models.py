@@ -95,8 +95,8 @@ def cmd_kld(a):
     kld = (np.exp(lr) * (lr - lo)).sum(axis=-1)
     top1 = (ref.argmax(-1) == ours.argmax(-1)).mean()
     name = os.path.basename(a.model)
-    print(f"| {name} | {a.device} | {len(ids)} | {100 * top1:.2f} % | {kld.mean():.6f} | {np.percentile(kld, 99):.6f} | "
-          f"{kld.max():.6f} |")
+    print(f"| {name} | {a.device} | {len(ids)} | {100 * top1:.2f} % | {kld.mean():.3g} | {np.percentile(kld, 99):.3g} | "
+          f"{kld.max():.3g} |")
 
 
 def cmd_tokens(a):
