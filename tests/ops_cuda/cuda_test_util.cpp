@@ -13,7 +13,10 @@ std::string g_reason;
 Backends& backends() {
   static Backends b = [] {
     Backends r;
-    r.cpu = make_cpu_backend({.n_threads = 0});
+    // The CUDA GEMV path quantizes activations to one 8-bit term (Q8_0 / Q8_K), so the reference
+    // is the CPU in that mode (its default became two terms, ActivationPrecision::kInt8x2): block
+    // integer dots then agree exactly and the 2e-5 GEMV tolerance stays meaningful.
+    r.cpu = make_cpu_backend({.n_threads = 0, .activations = ActivationPrecision::kInt8});
     auto cuda = make_cuda_backend({});
     if (cuda.ok()) {
       r.cuda = std::move(cuda).value();

@@ -279,16 +279,17 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.window = a.sliding_window;
   p.scale = a.scale;
   p.softcap = a.softcap;
-  // Split the context when the blocks would not fill the GPU four times over (decode: 8B, 8 KV
-  // heads -> 64 splits, 512 blocks of 4 warps, ~16 warps per SM streaming K/V; twice over gave
-  // 8 warps per SM). Splits past a token's position (kMinSplitLen entries each at least) find no
-  // entries and cost one idle block.
-  // CERA_CUDA_ATTN_FILL (1..8, default 4) sets the multiple: an A/B switch for benchmarks.
-  static const int64_t fill = [] {
+  // Split the context when the blocks would not fill the GPU `fill` times over (decode). Splits
+  // past a token's position (kMinSplitLen entries each at least) find no entries and cost one
+  // idle block. Fill target (blocks per SM), measured at depth 4096 (docs/benchmarks/cuda.md, v3): head_dim
+  // 64 (1B) runs best at 4 (927 vs 861 t/s at 2), head_dim 128 (8B) at 2 (290 vs 265 at 4 and 8).
+  // CERA_CUDA_ATTN_FILL (1..8) overrides it: an A/B switch for benchmarks.
+  static const int64_t fill_env = [] {
     const char* e = std::getenv("CERA_CUDA_ATTN_FILL");
-    const int v = e != nullptr ? std::atoi(e) : 4;
-    return int64_t(v >= 1 && v <= 8 ? v : 4);
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return int64_t(v >= 1 && v <= 8 ? v : 0);
   }();
+  const int64_t fill = fill_env > 0 ? fill_env : (a.head_dim <= 64 ? 4 : 2);
   const int64_t units = int64_t(a.n_head_kv) * p.n_chunks * n_tokens;
   int64_t n_split = 1;
   if (units < fill * ctx.sm_count()) {
