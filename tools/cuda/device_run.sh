@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call for the CUDA work: GEMV microbenchmark + SASS check, then scripts/cuda-check.sh,
-# then decode benchmarks with the v2 GEMV forced (A/B in the same run). Binaries are built on the
+# then depth-4096 decode with the attention split fill 2/4/8 (A/B in the same run). Binaries are built on the
 # development machine and carried in $DEV (bin/: cera, test_ops_cuda, gemv_bench; lib/: libfmt;
 # models/: the stories260K files):
 #   tools/cuda/device_run.sh [sections for cuda-check]   (DEV default .devg, OUT required)
@@ -19,12 +19,13 @@ if [ -x "$DEV/bin/gemv_bench" ]; then
 fi
 CERA_BIN=$DEV/bin CERA_LIB=$DEV/lib CERA_MODELS=$DEV/models OUT=$OUT/check scripts/cuda-check.sh ${*:-tests sanitize models bench bench8b} >/dev/null 2>&1
 S=/tmp/cera-synth
-for spec in llama-1b-q4_0 llama-1b-f16 llama-8b-q4_0 llama-8b-q8_0; do
+# Attention split fill (CERA_CUDA_ATTN_FILL: blocks per SM target) at depth 4096.
+for spec in llama-1b-q4_0 llama-8b-q4_0; do
   [ -f $S/$spec.gguf ] || continue
-  for g in v2 v3; do
-    CERA_CUDA_GEMV=$g "$DEV/bin/cera" bench -m $S/$spec.gguf --device cuda -p 0 -n 128 -r 3 --no-membw 2>&1 |
-      grep -E "^\| tg" | sed "s/^/$spec gemv=$g /" >>"$OUT/ab.md"
+  for f in 2 4 8; do
+    CERA_CUDA_ATTN_FILL=$f "$DEV/bin/cera" bench -m $S/$spec.gguf --device cuda -p 0 -n 128 -r 3 -d 4096 --no-membw 2>&1 |
+      grep -E "^\| tg" | sed "s/^/$spec attn_fill=$f /" >>"$OUT/ab.md"
   done
 done
 cat "$OUT/check/results.md" "$OUT/check/bench.md" "$OUT/ab.md" 2>/dev/null
-grep -E "^#|8b\.|rc=" "$OUT/gemv_bench.txt" | grep -v "B=4\|B=8" | head -80
+grep -E "^#|8b\.|rc=" "$OUT/gemv_bench.txt" | grep "B=1\|^#\|rc=\|LDG\|IDP" | cut -c1-100 | head -80
