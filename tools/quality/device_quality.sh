@@ -26,8 +26,9 @@ gemma=$models/gemma-3-270m-q4_k_m.gguf
   echo "| model | device | positions | top-1 | mean KLD | p99 KLD | max KLD |"
   echo "| --- | --- | --- | --- | --- | --- | --- |"
   for m in "$smol" "$gemma"; do
-    for dev in cuda cpu; do
-      python3 tools/quality/real_models.py kld --cera "$cera" --model "$m" --device $dev 2>"$out/kld-$(basename "$m")-$dev.err" | grep '^|'
+    for dev in cuda cpu; do  # the reference logits are computed once per model (--ref-cache)
+      python3 tools/quality/real_models.py kld --cera "$cera" --model "$m" --device $dev \
+        --ref-cache "$out/ref-$(basename "$m").npz" 2>"$out/kld-$(basename "$m")-$dev.err" | grep '^|'
     done
   done
 } 2>&1 | tee "$out/quality.md"
