@@ -57,7 +57,7 @@ struct CpuContext {
   ThreadPool pool;
   CpuIsa isa;
   const KernelTable* kernels;
-  ActivationPrecision activations;  // of matmul (matmul_experts packs its own, single-term)
+  ActivationPrecision activations;  // of matmul and matmul_experts
   std::shared_ptr<R16Registry> r16 = std::make_shared<R16Registry>();
   // Scratch; grown on demand, never shrunk (a Backend is used by one thread at a time).
   std::vector<std::byte> act_rows;  // quantized activation rows of a matmul
@@ -68,6 +68,13 @@ struct CpuContext {
 
 // Checks shared by the verbs.
 void check_f32_cpu(const TensorView& v, const char* what);
+
+// Quantizes one activation row to `act_type` (F32: a copy; Q8_0 or Q8_K) as `terms` rows at dst (the codes,
+// then with terms == 2 the residual's codes, row_bytes apart); Q8_0 rows also get their block
+// scales and code sums at d and sum (n_in / 32 per row, rows consecutive). Shared by matmul and
+// matmul_experts so both honour CpuContext::activations.
+void quantize_activation_terms(const KernelTable& k, DType act_type, int terms, const float* src, int64_t n_in,
+                               std::byte* dst, int64_t row_bytes, float* d, int32_t* sum);
 
 void matmul(CpuContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
             const TensorView* bias);

@@ -42,6 +42,25 @@ void quantize_q8_k_residual(const float* x, int64_t n, const quant::BlockQ8_K* q
   }
 }
 
+}  // namespace
+
+void quantize_activation_terms(const KernelTable& k, DType act_type, int terms, const float* src, int64_t n_in,
+                               std::byte* dst, int64_t row_bytes, float* d, int32_t* sum) {
+  const int64_t nb = n_in / 32;
+  if (act_type == DType::kQ8_0) {
+    k.quantize_q8_0(src, n_in, dst, d, sum);
+    if (terms == 2) k.quantize_q8_0_residual(src, n_in, dst, dst + row_bytes, d + nb, sum + nb);
+    return;
+  }
+  quant::quantize_activation_row(act_type, src, dst, n_in);
+  if (terms == 2) {
+    quantize_q8_k_residual(src, n_in, reinterpret_cast<const quant::BlockQ8_K*>(dst),
+                           reinterpret_cast<quant::BlockQ8_K*>(dst + row_bytes));
+  }
+}
+
+namespace {
+
 // Quantizes x's rows into ctx scratch and describes them: one row per token, or two (the codes
 // and the residual's codes, kernels.h) with ActivationPrecision::kInt8x2.
 PackedActivations pack_activations(CpuContext& ctx, DType act_type, const TensorView& x) {
@@ -70,19 +89,9 @@ PackedActivations pack_activations(CpuContext& ctx, DType act_type, const Tensor
   const KernelTable& k = *ctx.kernels;
   ctx.pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const float* src = x.row_as<const float>(t);
-      const int64_t r1 = t * terms, r2 = r1 + 1;  // r2: the residual row when terms == 2
-      std::byte* dst = rows + r1 * row_bytes;
-      if (q8_0) {
-        k.quantize_q8_0(src, n_in, dst, act_d + r1 * nb, act_sum + r1 * nb);
-        if (terms == 2) k.quantize_q8_0_residual(src, n_in, dst, dst + row_bytes, act_d + r2 * nb, act_sum + r2 * nb);
-      } else {
-        quant::quantize_activation_row(act_type, src, dst, n_in);
-        if (terms == 2) {
-          quantize_q8_k_residual(src, n_in, reinterpret_cast<const quant::BlockQ8_K*>(dst),
-                                 reinterpret_cast<quant::BlockQ8_K*>(dst + row_bytes));
-        }
-      }
+      const int64_t r1 = t * terms;  // and r1 + 1, the residual row, when terms == 2
+      quantize_activation_terms(k, act_type, terms, x.row_as<const float>(t), n_in, rows + r1 * row_bytes, row_bytes,
+                                q8_0 ? act_d + r1 * nb : nullptr, q8_0 ? act_sum + r1 * nb : nullptr);
     }
   });
   p.data = rows;

@@ -129,26 +129,26 @@ void matmul_experts(CpuContext& ctx, const TensorView& out, const TensorView& ex
 
   // Activation rows in the weight's paired format, in grouped order. Shared rows are quantized
   // once per slot (k times per token): n_in work per row, next to n_in * n_out for the product.
+  // With two-term activations (the default) each row becomes two: codes and residual codes.
   const DType act_type = quant::activation_type_for(experts.dtype);
+  const int terms = act_type != DType::kF32 && ctx.activations == ActivationPrecision::kInt8x2 ? 2 : 1;
   GroupedActivations a;
   a.row_bytes = static_cast<int64_t>(*dtype_row_bytes(act_type, static_cast<uint64_t>(n_in)));
   a.n_blocks = n_in / 32;
-  a.rows.resize(static_cast<size_t>(a.row_bytes * n_rows));
+  a.rows.resize(static_cast<size_t>(a.row_bytes * n_rows * terms));
   const bool q8_0 = act_type == DType::kQ8_0;
   if (q8_0) {
-    a.d.resize(static_cast<size_t>(a.n_blocks * n_rows));
-    a.sum.resize(static_cast<size_t>(a.n_blocks * n_rows));
+    a.d.resize(static_cast<size_t>(a.n_blocks * n_rows * terms));
+    a.sum.resize(static_cast<size_t>(a.n_blocks * n_rows * terms));
   }
   ctx.pool.parallel_for(n_rows, n_rows * n_in < (1 << 16) ? n_rows : 4, [&](int64_t begin, int64_t end) {
     for (int64_t s = begin; s < end; ++s) {
       const int64_t r = perm[static_cast<size_t>(s)];
       const float* src = x.row_as<const float>(shared_x ? r / k : r);
-      std::byte* dst = a.rows.data() + s * a.row_bytes;
-      if (q8_0) {
-        ctx.kernels->quantize_q8_0(src, n_in, dst, a.d.data() + s * a.n_blocks, a.sum.data() + s * a.n_blocks);
-      } else {
-        quant::quantize_activation_row(act_type, src, dst, n_in);
-      }
+      std::byte* dst = a.rows.data() + s * terms * a.row_bytes;
+      quantize_activation_terms(*ctx.kernels, act_type, terms, src, n_in, dst, a.row_bytes,
+                                q8_0 ? a.d.data() + s * terms * a.n_blocks : nullptr,
+                                q8_0 ? a.sum.data() + s * terms * a.n_blocks : nullptr);
     }
   });
 
@@ -174,13 +174,14 @@ void matmul_experts(CpuContext& ctx, const TensorView& out, const TensorView& ex
       m.w_stride = experts.stride();
       m.n_in = n_in;
       m.n_out = n_out;
-      m.n_tokens = count[static_cast<size_t>(e) + 1];
+      m.n_tokens = count[static_cast<size_t>(e) + 1] * terms;
       m.act.type = act_type;
-      m.act.data = a.rows.data() + s0 * a.row_bytes;
+      m.act.terms = terms;
+      m.act.data = a.rows.data() + s0 * terms * a.row_bytes;
       m.act.row_stride = a.row_bytes;
       if (q8_0) {
-        m.act.block_d = a.d.data() + s0 * a.n_blocks;
-        m.act.block_sum = a.sum.data() + s0 * a.n_blocks;
+        m.act.block_d = a.d.data() + s0 * terms * a.n_blocks;
+        m.act.block_sum = a.sum.data() + s0 * terms * a.n_blocks;
       }
       m.out = grouped_out.data() + s0 * n_out;
       m.out_stride = n_out;
