@@ -6,7 +6,7 @@
 #include <cstring>
 #include <map>
 
-#include "convert/gguf_stream.h"
+#include "format/gguf_writer.h"
 #include "convert/hf_plan.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/quantize.h"
@@ -165,7 +165,7 @@ Result<std::vector<Planned>> plan_tensors(const SafetensorsCheckpoint& ckpt, con
   return std::move(b.plan());
 }
 
-void write_metadata(const HfConfig& c, const std::string& name, DType type, GgufStreamWriter& w) {
+void write_metadata(const HfConfig& c, const std::string& name, DType type, format::GgufWriter& w) {
   const HfArchInfo& a = arch_info(c.arch);
   const std::string p = std::string(a.gguf_name) + ".";
   w.set_string("general.architecture", a.gguf_name);
@@ -209,7 +209,7 @@ void write_metadata(const HfConfig& c, const std::string& name, DType type, Gguf
 }
 
 // A TensorFill that reads the source rows (permuted when asked) and converts them to `type`.
-TensorFill make_fill(const Planned& t, DType type, const HfConfig& c, int n_threads) {
+format::TensorFill make_fill(const Planned& t, DType type, const HfConfig& c, int n_threads) {
   return [&t, type, &c, n_threads](std::span<std::byte> out) -> Status {
     const StTensor& src = *t.src;
     const uint64_t n_cols = src.shape.back();
@@ -249,7 +249,7 @@ Result<HfConvertReport> convert_hf(const HfConvertRequest& req, const format::Wr
   auto plan = plan_tensors(ckpt, config, report.notes);
   if (!plan.ok()) return plan.status().with_context(req.dir.string());
 
-  GgufStreamWriter w;
+  format::GgufWriter w;
   std::string name = req.name;
   if (name.empty()) name = std::filesystem::absolute(req.dir).lexically_normal().filename().string();
   if (name.empty()) name = std::filesystem::absolute(req.dir).lexically_normal().parent_path().filename().string();
@@ -263,7 +263,7 @@ Result<HfConvertReport> convert_hf(const HfConvertRequest& req, const format::Wr
       return unsupported(req.dir.string() + ": llama3 rope scaling on a non-llama architecture");
     }
     rope_freqs = llama3_rope_factors(config);
-    CERA_RETURN_IF_ERROR(w.add_tensor({"rope_freqs.weight", DType::kF32, {rope_freqs.size()}},
+    CERA_RETURN_IF_ERROR(w.add_tensor_fill({"rope_freqs.weight", DType::kF32, {rope_freqs.size()}},
                                       [&rope_freqs](std::span<std::byte> out) -> Status {
                                         std::memcpy(out.data(), rope_freqs.data(), out.size());
                                         return {};
@@ -273,9 +273,9 @@ Result<HfConvertReport> convert_hf(const HfConvertRequest& req, const format::Wr
     std::vector<uint64_t> shape(t.expected.rbegin(), t.expected.rend());  // GGUF order
     const TypeChoice choice = choose_tensor_type(req.type, t.gguf_name, shape);
     if (choice.fallback) report.notes.push_back(t.gguf_name + ": " + *choice.fallback);
-    CERA_RETURN_IF_ERROR(w.add_tensor({t.gguf_name, choice.dtype, shape}, make_fill(t, choice.dtype, config, req.n_threads)));
+    CERA_RETURN_IF_ERROR(w.add_tensor_fill({t.gguf_name, choice.dtype, shape}, make_fill(t, choice.dtype, config, req.n_threads)));
   }
-  report.n_tensors = w.specs().size();
+  report.n_tensors = w.n_tensors();
   CERA_RETURN_IF_ERROR(w.write(req.output, progress));
   return report;
 }

@@ -4,7 +4,7 @@
 // ffn_{gate,up,down}_exps, the expert bias as exp_probs_b.bias, lfm2's final norm as token_embd_norm.
 #include <string>
 
-#include "convert/gguf_stream.h"
+#include "format/gguf_writer.h"
 #include "convert/hf_plan.h"
 
 namespace cera::convert {
@@ -76,7 +76,7 @@ Status plan_hybrid_layer(PlanBuilder& b, const HfConfig& c, uint32_t l) {
   return plan_experts(b, c, ff, gg, "w1", "w3", "w2");
 }
 
-void write_hybrid_metadata(const HfConfig& c, GgufStreamWriter& w) {
+void write_hybrid_metadata(const HfConfig& c, format::GgufWriter& w) {
   const std::string p = std::string(arch_info(c.arch).gguf_name) + ".";
   if (c.arch != HfArch::kQwen3Moe) {
     std::vector<int32_t> kv;

@@ -56,7 +56,6 @@ class PlanBuilder {
 // beyond what every family writes (per-layer head_count_kv, shortconv, expert keys).
 bool is_hybrid_family(HfArch arch);
 Status plan_hybrid_layer(PlanBuilder& b, const HfConfig& c, uint32_t layer);
-class GgufStreamWriter;
-void write_hybrid_metadata(const HfConfig& c, GgufStreamWriter& w);
+void write_hybrid_metadata(const HfConfig& c, format::GgufWriter& w);
 
 }  // namespace cera::convert

@@ -131,7 +131,7 @@ std::string detect_bpe_pre(const JsonValue& tok, std::vector<std::string>& notes
   return "default";
 }
 
-Status add_hf_tokenizer(const std::filesystem::path& dir, const HfConfig& config, GgufStreamWriter& w,
+Status add_hf_tokenizer(const std::filesystem::path& dir, const HfConfig& config, format::GgufWriter& w,
                         std::vector<std::string>& notes) {
   const auto tok_path = dir / "tokenizer.json";
   if (!std::filesystem::exists(tok_path)) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "convert/gguf_stream.h"
+#include "format/gguf_writer.h"
 #include "convert/hf_config.h"
 #include "format/json.h"
 
@@ -20,7 +20,7 @@ enum class TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserD
 
 // Writes the tokenizer keys for the checkpoint in `dir`; a missing tokenizer.json is not an
 // error (a note says the file has no vocabulary). Warnings and choices go to `notes`.
-Status add_hf_tokenizer(const std::filesystem::path& dir, const HfConfig& config, GgufStreamWriter& w,
+Status add_hf_tokenizer(const std::filesystem::path& dir, const HfConfig& config, format::GgufWriter& w,
                         std::vector<std::string>& notes);
 
 // llama.cpp's tokenizer.ggml.pre name for a byte-level BPE tokenizer.json, recognised from its

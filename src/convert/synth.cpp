@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "convert/gguf_stream.h"
+#include "format/gguf_writer.h"
 #include "convert/quantize.h"
 #include "format/gguf.h"
 
@@ -31,7 +31,7 @@ uint64_t splitmix64(uint64_t& state) {
 
 // A SentencePiece-style vocabulary llama.cpp can load: <unk> <s> </s>, 256 byte pieces, then
 // filler pieces.
-void placeholder_vocab(GgufStreamWriter& w) {
+void placeholder_vocab(format::GgufWriter& w) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<int32_t> types = {2, 3, 3};
   char buf[16];
@@ -56,7 +56,7 @@ void placeholder_vocab(GgufStreamWriter& w) {
   w.set_u32("tokenizer.ggml.eos_token_id", 2);
 }
 
-Result<uint32_t> copy_vocab(const std::filesystem::path& from, GgufStreamWriter& w) {
+Result<uint32_t> copy_vocab(const std::filesystem::path& from, format::GgufWriter& w) {
   CERA_ASSIGN_OR_RETURN(const format::GgufFile f, format::GgufFile::open(from));
   const format::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
   if (!tokens || !tokens->array()) return not_found(from.string() + ": no tokenizer.ggml.tokens array to copy");
@@ -105,7 +105,7 @@ Result<SynthReport> synth_model(const SynthRequest& req, const format::WriteProg
     return invalid_argument("unknown shape '" + req.shape + "' (known: " + list + ")");
   }
   if (!is_output_type(req.type)) return invalid_argument("type " + std::string(dtype_name(req.type)) + " cannot be written");
-  GgufStreamWriter w;
+  format::GgufWriter w;
   SynthReport report;
   const std::string p = "llama.";
   w.set_string("general.architecture", "llama");
@@ -153,12 +153,12 @@ Result<SynthReport> synth_model(const SynthRequest& req, const format::WriteProg
     uint64_t n = 1;
     for (uint64_t d : x.shape) n *= d;
     report.n_params += n;
-    report.n_bytes += *tensor_bytes(choice.dtype, x.shape);
+    report.n_bytes += *format::tensor_bytes(choice.dtype, x.shape);
     const bool is_norm = x.shape.size() == 1;
     const uint64_t cols = x.shape[0], rows = n / cols, seed = req.seed;
     const DType dtype = choice.dtype;
     const int threads = req.n_threads;
-    CERA_RETURN_IF_ERROR(w.add_tensor({x.name, dtype, x.shape}, [=](std::span<std::byte> out) {
+    CERA_RETURN_IF_ERROR(w.add_tensor_fill({x.name, dtype, x.shape}, [=](std::span<std::byte> out) {
       return quantize_tensor({dtype, cols, rows, [=](uint64_t r, float* row) {
                                 if (is_norm) {
                                   std::fill(row, row + cols, 1.0f);  // RMSNorm weights of a fresh model

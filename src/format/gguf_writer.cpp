@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/check.h"
+
 namespace cera::format {
 namespace {
 
@@ -63,6 +65,22 @@ void GgufWriter::set(const std::string& key, GgufValue value) {
   kvs_.push_back({key, std::move(value)});
 }
 
+std::optional<uint64_t> tensor_bytes(DType dtype, const std::vector<uint64_t>& shape) {
+  if (shape.empty()) return std::nullopt;
+  const auto row = dtype_row_bytes(dtype, shape[0]);
+  if (!row) return std::nullopt;
+  uint64_t rows = 1;
+  for (size_t i = 1; i < shape.size(); ++i) rows *= shape[i];
+  return *row * rows;
+}
+
+bool GgufWriter::has(const std::string& key) const {
+  for (const GgufKv& kv : kvs_) {
+    if (kv.key == key) return true;
+  }
+  return false;
+}
+
 Status GgufWriter::add(Tensor tensor) {
   const GgufTensorSpec& spec = tensor.spec;
   for (const Tensor& t : tensors_) {
@@ -71,20 +89,19 @@ Status GgufWriter::add(Tensor tensor) {
   if (spec.shape.empty() || spec.shape.size() > kGgufMaxDims) {
     return invalid_argument("tensor '" + spec.name + "': needs 1..4 dimensions");
   }
-  uint64_t n = 1;
-  for (uint64_t d : spec.shape) n *= d;
-  const auto row = dtype_row_bytes(spec.dtype, spec.shape[0]);
-  if (!row) {
+  const auto size = tensor_bytes(spec.dtype, spec.shape);
+  if (!size) {
     return invalid_argument("tensor '" + spec.name + "': row of " + std::to_string(spec.shape[0]) +
                             " is not a multiple of the " + std::string(dtype_name(spec.dtype)) +
                             " block size");
   }
-  const uint64_t bytes = *row * (n / spec.shape[0]);
-  const uint64_t have = tensor.owned.empty() ? tensor.view.size() : tensor.owned.size();
+  const uint64_t bytes = *size;
+  const uint64_t have = tensor.fill ? bytes : tensor.owned.empty() ? tensor.view.size() : tensor.owned.size();
   if (have != bytes) {
     return invalid_argument("tensor '" + spec.name + "': data is " + std::to_string(have) +
                             " bytes, expected " + std::to_string(bytes));
   }
+  tensor.n_bytes = bytes;
   tensor.offset = align_up(data_size_, alignment_);
   // Like the gguf package, every tensor's data (the last one too) is padded to the alignment.
   data_size_ = align_up(tensor.offset + bytes, alignment_);
@@ -93,13 +110,26 @@ Status GgufWriter::add(Tensor tensor) {
 }
 
 Status GgufWriter::add_tensor(GgufTensorSpec spec, std::vector<std::byte> data) {
-  Tensor t{std::move(spec), std::move(data), {}, 0};
+  Tensor t{.spec = std::move(spec), .owned = std::move(data)};
   t.view = t.owned;
   return add(std::move(t));
 }
 
 Status GgufWriter::add_tensor_view(GgufTensorSpec spec, std::span<const std::byte> data) {
-  return add(Tensor{std::move(spec), {}, data, 0});
+  return add(Tensor{.spec = std::move(spec), .view = data});
+}
+
+Status GgufWriter::add_tensor_fill(GgufTensorSpec spec, TensorFill fill) {
+  if (!fill) return invalid_argument("tensor '" + spec.name + "': no fill function");
+  return add(Tensor{.spec = std::move(spec), .fill = std::move(fill)});
+}
+
+Result<std::span<const std::byte>> GgufWriter::data_of(const Tensor& t, std::vector<std::byte>& scratch) const {
+  if (!t.fill) return t.view;
+  scratch.assign(t.n_bytes, std::byte{0});
+  const Status st = t.fill(scratch);
+  if (!st.ok()) return st.with_context("tensor '" + t.spec.name + "'");
+  return std::span<const std::byte>(scratch);
 }
 
 std::vector<std::byte> GgufWriter::header_bytes() const {
@@ -128,8 +158,11 @@ std::vector<std::byte> GgufWriter::to_bytes() const {
   std::vector<std::byte> out = header_bytes();
   const uint64_t base = out.size();
   out.resize(base + data_size_);
+  std::vector<std::byte> scratch;
   for (const Tensor& t : tensors_) {
-    std::copy(t.view.begin(), t.view.end(), out.begin() + static_cast<ptrdiff_t>(base + t.offset));
+    auto data = data_of(t, scratch);
+    CERA_CHECK_MSG(data.ok(), data.status().to_string());  // to_bytes is for tests and small files
+    std::copy(data->begin(), data->end(), out.begin() + static_cast<ptrdiff_t>(base + t.offset));
   }
   return out;
 }
@@ -143,16 +176,24 @@ Status GgufWriter::write(const std::filesystem::path& path, const WriteProgress&
     out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
     uint64_t pos = 0;
     const std::vector<char> zeros(alignment_, 0);
+    std::vector<std::byte> scratch;  // one filled tensor at a time
     for (const Tensor& t : tensors_) {
+      auto data = data_of(t, scratch);
+      if (!data.ok()) {
+        out.close();
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        return data.status();
+      }
       out.write(zeros.data(), static_cast<std::streamsize>(t.offset - pos));
       // Large tensors go out in chunks so progress moves and the OS can flush as we go.
       constexpr uint64_t kChunk = 64ull << 20;
-      for (uint64_t done = 0; done < t.view.size(); done += kChunk) {
-        const uint64_t n = std::min<uint64_t>(kChunk, t.view.size() - done);
-        out.write(reinterpret_cast<const char*>(t.view.data() + done), static_cast<std::streamsize>(n));
+      for (uint64_t done = 0; done < data->size(); done += kChunk) {
+        const uint64_t n = std::min<uint64_t>(kChunk, data->size() - done);
+        out.write(reinterpret_cast<const char*>(data->data() + done), static_cast<std::streamsize>(n));
         if (progress) progress(t.offset + done + n, data_size_);
       }
-      pos = t.offset + t.view.size();
+      pos = t.offset + data->size();
     }
     out.write(zeros.data(), static_cast<std::streamsize>(data_size_ - pos));
     out.flush();

@@ -1,6 +1,8 @@
 // GGUF writer (version 3) for converters, synth models and tests. Metadata keeps insertion
-// order; tensor data is either owned or a view into memory that outlives write(). write() goes
-// to a temporary file renamed into place, so a failed conversion never leaves a half file.
+// order; tensor data is owned, a view into memory that outlives write(), or produced by a fill
+// callback only when that tensor is written (so converting an 8B model holds one tensor at a
+// time). write() goes to a temporary file renamed into place, so a failed conversion never leaves
+// a half file.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,12 @@ struct GgufTensorSpec {
 // Called during write() with bytes written so far and the total, for progress display.
 using WriteProgress = std::function<void(uint64_t done, uint64_t total)>;
 
+// Fills exactly the tensor's byte size; called once, on the writing thread, in tensor order.
+using TensorFill = std::function<Status(std::span<std::byte> out)>;
+
+// Bytes of a tensor of the given type and GGUF shape, or nullopt when shape[0] is not whole blocks.
+std::optional<uint64_t> tensor_bytes(DType dtype, const std::vector<uint64_t>& shape);
+
 class GgufWriter {
  public:
   explicit GgufWriter(uint32_t alignment = 32);
@@ -36,9 +44,13 @@ class GgufWriter {
   void set_bool(const std::string& key, bool value) { set(key, {value}); }
   void set_array(const std::string& key, GgufArray value) { set(key, {std::move(value)}); }
 
+  bool has(const std::string& key) const;
+
   // The data must be exactly the tensor's byte size; names must be unique.
   Status add_tensor(GgufTensorSpec spec, std::vector<std::byte> data);
   Status add_tensor_view(GgufTensorSpec spec, std::span<const std::byte> data);
+  Status add_tensor_fill(GgufTensorSpec spec, TensorFill fill);
+  size_t n_tensors() const { return tensors_.size(); }
 
   Status write(const std::filesystem::path& path, const WriteProgress& progress = {}) const;
   std::vector<std::byte> to_bytes() const;
@@ -48,8 +60,12 @@ class GgufWriter {
     GgufTensorSpec spec;
     std::vector<std::byte> owned;
     std::span<const std::byte> view;
+    TensorFill fill;  // when set, the data comes from here at write time
+    uint64_t n_bytes = 0;
     uint64_t offset = 0;
   };
+  // The tensor's bytes: its view, or `scratch` filled by its callback.
+  Result<std::span<const std::byte>> data_of(const Tensor& t, std::vector<std::byte>& scratch) const;
   Status add(Tensor tensor);
   // Serialises everything before the data section (header, metadata, tensor infos, padding).
   std::vector<std::byte> header_bytes() const;

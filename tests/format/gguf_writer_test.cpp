@@ -85,3 +85,37 @@ TEST(GgufWriter, RejectsInconsistentTensors) {
 
 }  // namespace
 }  // namespace cera::format
+
+namespace cera::format {
+namespace {
+
+TEST(GgufWriter, FillCallbacksProduceDataAtWriteTimeAndFailCleanly) {
+  GgufWriter w;
+  int calls = 0;
+  ASSERT_TRUE(w.add_tensor_fill({"f", DType::kF32, {4}}, [&](std::span<std::byte> out) {
+                 ++calls;
+                 for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>(i);
+                 return Status{};
+               }).ok());
+  EXPECT_EQ(calls, 0);  // nothing is produced before write()
+  const auto path = test::temp_dir() / "fill.gguf";
+  ASSERT_TRUE(w.write(path).ok());
+  EXPECT_EQ(calls, 1);
+  auto f = GgufFile::open(path);
+  ASSERT_TRUE(f.ok());
+  auto data = f->tensor_data(*f->find_tensor("f"));
+  ASSERT_EQ(data.size(), 16u);
+  EXPECT_EQ(data[15], std::byte{15});
+
+  GgufWriter bad;
+  ASSERT_TRUE(bad.add_tensor_fill({"g", DType::kF32, {4}}, [](std::span<std::byte>) { return io_error("source gone"); }).ok());
+  const auto bad_path = test::temp_dir() / "bad-fill.gguf";
+  const Status st = bad.write(bad_path);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("tensor 'g': source gone"), std::string::npos) << st.message();
+  EXPECT_FALSE(std::filesystem::exists(bad_path));
+  EXPECT_FALSE(std::filesystem::exists(bad_path.string() + ".partial"));
+}
+
+}  // namespace
+}  // namespace cera::format
