@@ -7,25 +7,14 @@
 // (scripts/pull-model.sh); a missing model fails the test.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 #include "fixture_io.h"
 #include "format/gguf.h"
+#include "model_cache.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cera::tokenizer {
 namespace {
-
-std::filesystem::path model_cache() {
-  if (const char* dir = std::getenv("CERA_CACHE_DIR"); dir != nullptr && *dir != '\0') {
-    return std::filesystem::path(dir) / "models";
-  }
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  return (xdg != nullptr && *xdg != '\0' ? std::filesystem::path(xdg) : std::filesystem::path(home ? home : "/") / ".cache") /
-         "cera" / "models";
-}
 
 struct RealModel {
   const char* name;
@@ -37,7 +26,7 @@ class RealModelTokenizer : public ::testing::TestWithParam<RealModel> {};
 
 TEST_P(RealModelTokenizer, MatchesTheReferenceTokenizer) {
   const RealModel m = GetParam();
-  const auto path = model_cache() / m.file;
+  const auto path = test::model_cache() / m.file;
   const auto fixture = test::source_dir() / "tests/fixtures/real_models" / m.name;
   if (!std::filesystem::exists(fixture.string() + ".out")) {
     GTEST_SKIP() << "no reference ids recorded for " << m.name << " yet";

@@ -95,8 +95,20 @@ def cmd_kld(a):
     kld = (np.exp(lr) * (lr - lo)).sum(axis=-1)
     top1 = (ref.argmax(-1) == ours.argmax(-1)).mean()
     name = os.path.basename(a.model)
+    if a.write_top:
+        write_top(a.write_top, ids, ref)
     print(f"| {name} | {a.device} | {len(ids)} | {100 * top1:.2f} % | {kld.mean():.3g} | {np.percentile(kld, 99):.3g} | "
           f"{kld.max():.3g} |")
+
+
+def write_top(path, ids, ref, positions=96, k=4):
+    """The reference's k best (id, logit) at the first `positions` positions of the passage, as the
+    committed oracle of tests/model/real_models_test.cpp: line 1 the token ids, then one line a position."""
+    with open(path, "w") as f:
+        f.write(" ".join(map(str, ids[:positions])) + "\n")
+        for row in ref[:positions]:
+            best = np.argsort(-row, kind="stable")[:k]
+            f.write(" ".join(f"{i}:{row[i]:.6f}" for i in best) + "\n")
 
 
 def cmd_tokens(a):
@@ -143,6 +155,7 @@ def main():
     k.add_argument("--model", required=True)
     k.add_argument("--device", default="cpu")
     k.add_argument("--ref-cache", help="an .npz file for the reference logits (written once, then reused)")
+    k.add_argument("--write-top", help="write the reference's top logits (a test fixture) to this file")
     t = sub.add_parser("tokens")
     t.add_argument("--model", required=True)
     t.add_argument("--name", required=True)
