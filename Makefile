@@ -53,7 +53,7 @@ fuzz: deps
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
 	mkdir -p build-fuzz/corpus-gguf && ./build-fuzz/fuzz/fuzz_gguf -max_total_time=60 build-fuzz/corpus-gguf tests/fixtures/gguf/corrupt tests/fixtures/gguf
-	./build-fuzz/fuzz/fuzz_tokenizer -max_total_time=60 fuzz/corpus/tokenizer
+	mkdir -p build-fuzz/corpus-tokenizer && ./build-fuzz/fuzz/fuzz_tokenizer -max_total_time=60 build-fuzz/corpus-tokenizer fuzz/corpus/tokenizer
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) build-fuzz
