@@ -145,6 +145,12 @@ class GgufFile {
   std::map<std::string, size_t, std::less<>> tensor_index_;
 };
 
+// The C++ types the typed accessors (get, get_array, gguf_value_as) are instantiated for, as an
+// X-macro so the two translation units that instantiate them share one list.
+#define CERA_GGUF_ACCESSOR_TYPES(X) \
+  X(uint8_t) X(int8_t) X(uint16_t) X(int16_t) X(uint32_t) X(int32_t) X(uint64_t) X(int64_t) X(float) \
+  X(double) X(bool) X(std::string)
+
 // Conversion used by the typed accessors: `what` names the value in the error ("key 'x'").
 template <class T>
 Result<T> gguf_value_as(const GgufValue& value, std::string_view what);

@@ -373,18 +373,7 @@ Result<std::vector<T>> GgufFile::get_array(std::string_view key) const {
 #define CERA_GGUF_INSTANTIATE(T)                                            \
   template Result<T> GgufFile::get<T>(std::string_view) const;              \
   template Result<std::vector<T>> GgufFile::get_array<T>(std::string_view) const;
-CERA_GGUF_INSTANTIATE(uint8_t)
-CERA_GGUF_INSTANTIATE(int8_t)
-CERA_GGUF_INSTANTIATE(uint16_t)
-CERA_GGUF_INSTANTIATE(int16_t)
-CERA_GGUF_INSTANTIATE(uint32_t)
-CERA_GGUF_INSTANTIATE(int32_t)
-CERA_GGUF_INSTANTIATE(uint64_t)
-CERA_GGUF_INSTANTIATE(int64_t)
-CERA_GGUF_INSTANTIATE(float)
-CERA_GGUF_INSTANTIATE(double)
-CERA_GGUF_INSTANTIATE(bool)
-CERA_GGUF_INSTANTIATE(std::string)
+CERA_GGUF_ACCESSOR_TYPES(CERA_GGUF_INSTANTIATE)
 #undef CERA_GGUF_INSTANTIATE
 
 }  // namespace cera::format

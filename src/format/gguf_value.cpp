@@ -158,18 +158,7 @@ Result<T> gguf_value_as(const GgufValue& value, std::string_view what) {
 }
 
 #define CERA_GGUF_INSTANTIATE(T) template Result<T> gguf_value_as<T>(const GgufValue&, std::string_view);
-CERA_GGUF_INSTANTIATE(uint8_t)
-CERA_GGUF_INSTANTIATE(int8_t)
-CERA_GGUF_INSTANTIATE(uint16_t)
-CERA_GGUF_INSTANTIATE(int16_t)
-CERA_GGUF_INSTANTIATE(uint32_t)
-CERA_GGUF_INSTANTIATE(int32_t)
-CERA_GGUF_INSTANTIATE(uint64_t)
-CERA_GGUF_INSTANTIATE(int64_t)
-CERA_GGUF_INSTANTIATE(float)
-CERA_GGUF_INSTANTIATE(double)
-CERA_GGUF_INSTANTIATE(bool)
-CERA_GGUF_INSTANTIATE(std::string)
+CERA_GGUF_ACCESSOR_TYPES(CERA_GGUF_INSTANTIATE)
 #undef CERA_GGUF_INSTANTIATE
 
 }  // namespace cera::format
