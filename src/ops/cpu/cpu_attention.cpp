@@ -1,20 +1,36 @@
 // The paged KV verbs: kv_store, attention, kv_copy, kv_rerotate. Validation and the mapping of
 // (token, kv head) units to the thread pool live here; the flash-style inner loop is the kernel
-// table's (attention_impl.inc, one copy per ISA level).
+// table's (attention_impl.inc, one copy per ISA level). Cache rows are F32 or F16 (KvLayer k and v
+// of one type): F16 rows are written rounded to nearest even and read back as float, so every
+// verb's math stays float32.
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "core/half.h"
 #include "ops/cpu/cpu_context.h"
 
 namespace cera::ops::cpu {
 namespace {
 
 void check_layer(const KvLayer& layer) {
-  check_f32_cpu(layer.k, "kv layer k");
-  check_f32_cpu(layer.v, "kv layer v");
+  CERA_CHECK_MSG(layer.k.device == Device::kCpu && layer.v.device == Device::kCpu, "kv layer: not CPU tensors");
+  CERA_CHECK_MSG(layer.k.dtype == layer.v.dtype && (layer.k.dtype == DType::kF32 || layer.k.dtype == DType::kF16),
+                 "kv layer: K and V must both be F32 or both F16, got " + std::string(dtype_name(layer.k.dtype)) +
+                     " and " + std::string(dtype_name(layer.v.dtype)));
+  CERA_CHECK_MSG(layer.k.data != nullptr && layer.v.data != nullptr, "kv layer: null data");
   CERA_CHECK(layer.k.cols() == layer.v.cols() && layer.k.rows() == layer.v.rows());
   CERA_CHECK(layer.block_size > 0);
+}
+
+// Writes float row `src` (n values) into cache row `dst` of type `dtype`.
+void put_row(const KernelTable& kt, DType dtype, std::byte* dst, const float* src, int64_t n) {
+  if (dtype == DType::kF16) {
+    kt.f32_to_f16(src, reinterpret_cast<uint16_t*>(dst), n);
+  } else {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+  }
 }
 
 void check_slot(const KvLayer& layer, int32_t slot) {
@@ -39,7 +55,7 @@ void check_heads(const TensorView& v, int64_t head_dim, int64_t n_head, int64_t 
 
 }  // namespace
 
-void kv_store(CpuContext&, const KvLayer& layer, const TensorView& k, const TensorView& v,
+void kv_store(CpuContext& ctx, const KvLayer& layer, const TensorView& k, const TensorView& v,
               std::span<const int32_t> slots) {
   check_layer(layer);
   check_f32_cpu(k, "kv_store k");
@@ -47,12 +63,11 @@ void kv_store(CpuContext&, const KvLayer& layer, const TensorView& k, const Tens
   const auto n = static_cast<int64_t>(slots.size());
   CERA_CHECK(k.cols() == layer.k.cols() && k.rows() == n);
   CERA_CHECK(v.cols() == layer.v.cols() && v.rows() == n);
-  const auto bytes = static_cast<size_t>(k.row_bytes());
   for (int64_t t = 0; t < n; ++t) {
     const int32_t s = slots[static_cast<size_t>(t)];
     check_slot(layer, s);
-    std::memcpy(layer.k.row(s), k.row(t), bytes);
-    std::memcpy(layer.v.row(s), v.row(t), bytes);
+    put_row(*ctx.kernels, layer.k.dtype, layer.k.row(s), k.row_as<const float>(t), k.cols());
+    put_row(*ctx.kernels, layer.v.dtype, layer.v.row(s), v.row_as<const float>(t), v.cols());
   }
 }
 
@@ -93,7 +108,7 @@ void attention(CpuContext& ctx, const TensorView& out, const TensorView& q, cons
   args.scale = p.scale;
   args.softcap = p.softcap;
   const int32_t n_group = p.n_head / p.n_head_kv;
-  const AttentionFn fn = ctx.kernels->attention;
+  const AttentionFn fn = layer.k.dtype == DType::kF16 ? ctx.kernels->attention_f16 : ctx.kernels->attention;
   ctx.pool.parallel_for(n_tokens * p.n_head_kv, 1, [&](int64_t begin, int64_t end) {
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t t = unit / p.n_head_kv;
@@ -133,19 +148,37 @@ void kv_rerotate(CpuContext& ctx, const KvLayer& layer, std::span<const int32_t>
   CERA_CHECK(head_dim > 0 && layer.k.cols() % head_dim == 0 && params.n_rot <= head_dim);
   for (int32_t s : slots) check_slot(layer, s);
   if (slots.empty()) return;
+  // F16 rows are rotated in float: converted into a scratch copy, rotated, rounded back.
+  const bool f16 = layer.k.dtype == DType::kF16;
+  const int64_t width = layer.k.cols();
+  std::vector<float> rows(f16 ? slots.size() * static_cast<size_t>(width) : 0);
+  if (f16) {
+    for (size_t t = 0; t < slots.size(); ++t) {
+      const auto* src = layer.k.row_as<const uint16_t>(slots[t]);
+      for (int64_t i = 0; i < width; ++i) rows[t * static_cast<size_t>(width) + static_cast<size_t>(i)] = half_to_float(src[i]);
+    }
+  }
   // Every slot turns by the same angle: one position (delta) repeated per slot.
   struct Ctx {
     const KvLayer* layer;
     std::span<const int32_t> slots;
     int32_t head_dim;
-  } hc{&layer, slots, head_dim};
+    float* rows;  // F16: the scratch copy, [width, n_slots]
+    int64_t width;
+  } hc{&layer, slots, head_dim, f16 ? rows.data() : nullptr, width};
   const int64_t n_heads = layer.k.cols() / head_dim;
   // Context shift is rare and off the decode path, so a small allocation here is fine.
   std::vector<int32_t> positions(slots.size(), delta);
   rope_heads(ctx, positions, n_heads, params, [](const void* c, int64_t t, int64_t h) {
     const auto* hc = static_cast<const Ctx*>(c);
+    if (hc->rows != nullptr) return hc->rows + t * hc->width + h * hc->head_dim;
     return hc->layer->k.row_as<float>(hc->slots[static_cast<size_t>(t)]) + h * hc->head_dim;
   }, &hc);
+  if (f16) {
+    for (size_t t = 0; t < slots.size(); ++t) {
+      put_row(*ctx.kernels, DType::kF16, layer.k.row(slots[t]), rows.data() + t * static_cast<size_t>(width), width);
+    }
+  }
 }
 
 }  // namespace cera::ops::cpu

@@ -60,7 +60,7 @@ struct AttentionUnit {
 };
 
 struct AttentionArgs {
-  const std::byte* k = nullptr;  // cache rows of n_head_kv * head_dim floats
+  const std::byte* k = nullptr;  // cache rows of n_head_kv * head_dim elements (F32 or F16)
   const std::byte* v = nullptr;
   int64_t k_stride = 0;  // bytes between slots
   int64_t v_stride = 0;
@@ -76,7 +76,8 @@ struct KernelTable {
   const char* name;
   int tile_rows;                           // weight rows per tile: the row split's granularity
   MatmulRowsFn (*matmul_for)(DType weight);  // null for a weight type without a kernel
-  AttentionFn attention;
+  AttentionFn attention;      // F32 K/V rows
+  AttentionFn attention_f16;  // F16 K/V rows (converted to float on load; math in float)
   // Kernels over weights in the R16 layout of repack.h (rows split in multiples of kR16Rows;
   // MatmulArgs::w_stride unused); null for a type this level does not repack.
   MatmulRowsFn (*r16_matmul_for)(DType weight);
@@ -89,6 +90,8 @@ struct KernelTable {
   // Every level computes the same codes (same float operations, round half to even).
   void (*quantize_q8_0_residual)(const float* x, int64_t n, const void* q1, void* blocks,
                                  float* block_d, int32_t* block_sum);
+  // y[i] = fp16(x[i]) for i < n, round to nearest even, bit-exact with float_to_half (core/half.h).
+  void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
 };
 
 const KernelTable& portable_kernels();

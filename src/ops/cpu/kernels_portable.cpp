@@ -17,9 +17,19 @@ float vdot(const float* a, const float* b, int n) {
   for (int i = 0; i < n; ++i) s += a[i] * b[i];
   return s;
 }
+float vdot(const float* a, const uint16_t* b, int n) {
+  float s = 0.0f;
+  for (int i = 0; i < n; ++i) s += a[i] * half_to_float(b[i]);
+  return s;
+}
 void vaxpy_rows(float* y, const float* p, const float* const* x, int n_rows, int n) {
   for (int j = 0; j < n_rows; ++j) {
     for (int i = 0; i < n; ++i) y[i] += p[j] * x[j][i];
+  }
+}
+void vaxpy_rows(float* y, const float* p, const uint16_t* const* x, int n_rows, int n) {
+  for (int j = 0; j < n_rows; ++j) {
+    for (int i = 0; i < n; ++i) y[i] += p[j] * half_to_float(x[j][i]);
   }
 }
 void vscale(float* y, float s, int n) {
@@ -114,11 +124,15 @@ void quantize_q8_0_residual_reference(const float* x, int64_t n, const void* q1,
   }
 }
 
+void f32_to_f16_reference(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = float_to_half(x[i]);
+}
+
 }  // namespace
 
 const KernelTable& portable_kernels() {
-  static const KernelTable table{"portable", 1, matmul_for, attention_unit, no_r16,
-                                 quantize_q8_0_reference, quantize_q8_0_residual_reference};
+  static const KernelTable table{"portable", 1, matmul_for, attention_unit, attention_unit_f16, no_r16,
+                                 quantize_q8_0_reference, quantize_q8_0_residual_reference, f32_to_f16_reference};
   return table;
 }
 
