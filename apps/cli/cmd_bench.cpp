@@ -77,9 +77,14 @@ void bench(const BenchOptions& o) {
     if (o.n_gen > 0) {
       session->reset();
       check(session->append_tokens(random_tokens(std::max(o.depth, 1))));
-      const auto gen = random_tokens(o.n_gen);
+      // Greedy generation as `cera run --temp 0` does it: n_gen forward passes, each token picked
+      // on the backend (a device reads back its id, not the logits).
+      const runtime::GenerateOptions greedy{.max_tokens = o.n_gen + 1,
+                                            .sampling = {.temperature = 0.0f},
+                                            .stop_at_end_of_generation = false};
       const auto t0 = Clock::now();
-      for (int32_t t : gen) check(session->append_tokens(std::span(&t, 1)));
+      auto generated = session->generate(greedy, nullptr);
+      if (!generated.ok()) fail("bench", generated.status());
       const double s = std::chrono::duration<double>(Clock::now() - t0).count();
       if (r > 0) tg.push_back(o.n_gen / s);
     }

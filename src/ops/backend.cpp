@@ -1,6 +1,11 @@
-// Default bodies of the optional verbs: a backend that lacks one says so at the call, but models
-// check Backend::supports() at load time, so reaching these is a programming error.
+// Default bodies: the optional verbs (a backend that lacks one says so at the call, but models
+// check Backend::supports() at load time, so reaching these is a programming error), and top_k on
+// the host for backends without a device selection.
 #include "ops/backend.h"
+
+#include <vector>
+
+#include "ops/top_k.h"
 
 namespace cera::ops {
 namespace {
@@ -20,5 +25,30 @@ void Backend::matmul_experts(const TensorView&, const TensorView&, const TensorV
   missing(*this, "matmul_experts");
 }
 void Backend::moe_combine(const TensorView&, const TensorView&, const TensorView&) { missing(*this, "moe_combine"); }
+
+}  // namespace cera::ops
+
+namespace cera::ops {
+
+void Backend::top_k(const TensorView& ids, const TensorView& values, const TensorView& lse, const TensorView& logits,
+                    const TopKParams& params) {
+  const int64_t n_vocab = logits.cols(), n_rows = logits.rows(), k = params.k;
+  CERA_CHECK(logits.dtype == DType::kF32 && ids.dtype == DType::kI32 && values.dtype == DType::kF32 &&
+             lse.dtype == DType::kF32);
+  CERA_CHECK(k >= 1 && k <= n_vocab && k <= TopKParams::kMaxTopK);
+  CERA_CHECK(ids.cols() == k && ids.rows() == n_rows && values.cols() == k && values.rows() == n_rows &&
+             lse.n_elements() == n_rows);
+  std::vector<float> host(static_cast<size_t>(n_vocab * n_rows));
+  download(host.data(), logits);
+  std::vector<int32_t> out_ids(static_cast<size_t>(k * n_rows));
+  std::vector<float> out_values(out_ids.size()), out_lse(static_cast<size_t>(n_rows));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    out_lse[r] = select_top_k(std::span(host).subspan(r * n_vocab, n_vocab), params,
+                              std::span(out_ids).subspan(r * k, k), std::span(out_values).subspan(r * k, k));
+  }
+  upload(ids, out_ids.data());
+  upload(values, out_values.data());
+  upload(lse, out_lse.data());
+}
 
 }  // namespace cera::ops

@@ -94,6 +94,13 @@ struct AttentionParams {
   int32_t sliding_window = 0;   // 0: none; else token at position p sees entries (p - window, p]
 };
 
+// Candidate selection for sampling on the device (a token then costs a few bytes of readback).
+struct TopKParams {
+  int32_t k = 1;          // 1 <= k <= min(n_vocab, kMaxTopK)
+  float softcap = 0.0f;   // 0: none; else logits are first mapped to softcap * tanh(logit / softcap)
+  static constexpr int32_t kMaxTopK = 256;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -146,6 +153,14 @@ class Backend {
   // context shift, since RoPE(p + d) = R(d)·RoPE(p).
   virtual void kv_rerotate(const KvLayer& layer, std::span<const int32_t> slots, int32_t delta,
                            int32_t head_dim, const RopeParams& params) = 0;
+
+  // For each row of logits [n_vocab, n_rows] (F32, after params.softcap): the k largest values in
+  // descending order (equal values: lower id first) into values [k, n_rows] F32 and their ids into
+  // ids [k, n_rows] I32, and the row's log-sum-exp over the whole vocabulary into lse [1, n_rows]
+  // F32 (the normaliser samplers need when no top-k cut applies). The default body downloads the
+  // logits and selects on the host, then uploads the results.
+  virtual void top_k(const TensorView& ids, const TensorView& values, const TensorView& lse,
+                     const TensorView& logits, const TopKParams& params);
 
   // --- optional verbs (see Feature) -------------------------------------------------------
   virtual bool supports(Feature) const { return false; }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
@@ -30,6 +31,16 @@ class Sampler {
   // Picks the next token from `logits` ([n_vocab]); `history` is the sequence so far (prompt
   // and generated), read by the penalties.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+
+  // Sampling from the device's best candidates (Backend::top_k) instead of every logit:
+  // how many candidates the chain needs for a vocabulary of n_vocab, 0 when it needs every
+  // logit (penalties, or no cut at all: plain temperature sampling).
+  int32_t candidates_needed(int32_t n_vocab) const;
+  // The token from the candidates (ids/values descending, `lse` the log-sum-exp of the whole
+  // row), or nullopt when they cannot decide: top-k off and the top-p / min-p cut falls beyond
+  // them. With top-k on, the result is the one sample() gives on the full row.
+  std::optional<int32_t> sample_candidates(std::span<const int32_t> ids, std::span<const float> values, float lse);
+
   const SamplingParams& params() const { return params_; }
 
  private:
@@ -39,6 +50,10 @@ class Sampler {
     float p;
   };
   void apply_penalties(std::span<const int32_t> history);
+  bool penalties_active() const;
+  // top-p, min-p, temperature and the draw over cand_ (descending, p at temperature 1 set);
+  // `complete`: cand_ holds every token the cuts may keep.
+  std::optional<int32_t> cut_and_draw(bool complete);
   double uniform();  // [0, 1)
 
   SamplingParams params_;

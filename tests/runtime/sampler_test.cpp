@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "ops/top_k.h"
 #include "runtime/sampler.h"
 
 namespace cera::runtime {
@@ -96,6 +97,65 @@ TEST(Sampler, RepetitionPenaltyDemotesSeenTokens) {
   EXPECT_EQ(freq.sample(l, std::vector<int32_t>{0}), 0);
   Sampler presence({.temperature = 0.0f, .presence_penalty = 0.2f});
   EXPECT_EQ(presence.sample(l, std::vector<int32_t>{0}), 1);
+}
+
+// Candidates as Backend::top_k delivers them (ops/top_k.h, itself tested against a full sort).
+struct Candidates {
+  std::vector<int32_t> ids;
+  std::vector<float> values;
+  float lse = 0;
+};
+Candidates top(const std::vector<float>& l, int32_t k) {
+  Candidates c{std::vector<int32_t>(k), std::vector<float>(k), 0};
+  c.lse = ops::select_top_k(l, {.k = k}, c.ids, c.values);
+  return c;
+}
+
+TEST(Sampler, CandidatesNeededByTheChain) {
+  EXPECT_EQ(Sampler({.temperature = 0.0f}).candidates_needed(32000), 1);
+  EXPECT_EQ(Sampler({.temperature = 0.8f, .top_k = 40}).candidates_needed(32000), 40);
+  EXPECT_EQ(Sampler({.temperature = 0.8f, .top_k = 40}).candidates_needed(10), 10);
+  EXPECT_EQ(Sampler({.temperature = 0.8f, .top_k = 1000}).candidates_needed(32000), 0);  // past kMaxTopK
+  EXPECT_EQ(Sampler({.temperature = 0.8f, .top_k = 0, .top_p = 0.9f}).candidates_needed(32000),
+            ops::TopKParams::kMaxTopK);
+  EXPECT_EQ(Sampler({.temperature = 0.8f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f}).candidates_needed(32000), 0);
+  EXPECT_EQ(Sampler({.temperature = 0.0f, .repeat_penalty = 1.1f}).candidates_needed(32000), 0);
+}
+
+// The full-row chain (tested above against known distributions) is the reference: the same seed
+// must draw the same tokens from the candidates.
+TEST(Sampler, CandidatesDrawWhatTheFullRowDraws) {
+  const SamplingParams cases[] = {
+      {.temperature = 0.0f},
+      {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = 3},
+      {.temperature = 1.3f, .top_k = 256, .top_p = 1.0f, .min_p = 0.0f, .seed = 4},
+      {.temperature = 0.7f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f, .seed = 5},
+      {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.1f, .seed = 6},
+  };
+  for (const SamplingParams& p : cases) {
+    Sampler full(p), cand(p);
+    for (uint32_t seed = 0; seed < 200; ++seed) {
+      auto l = random_logits(5000, seed);
+      for (float& x : l) x *= 2.0f;  // sd 6: the top-p 0.9 nucleus fits in 256 candidates
+      const int32_t k = cand.candidates_needed(5000);
+      ASSERT_GT(k, 0);
+      const Candidates c = top(l, k);
+      const std::optional<int32_t> got = cand.sample_candidates(c.ids, c.values, c.lse);
+      ASSERT_TRUE(got.has_value()) << "top_k " << p.top_k << " seed " << seed;
+      EXPECT_EQ(*got, full.sample(l, {})) << "top_k " << p.top_k << " top_p " << p.top_p << " seed " << seed;
+    }
+  }
+}
+
+TEST(Sampler, CandidatesThatCannotDecideAskForTheFullRow) {
+  // A flat distribution: top-p 0.9 needs ~90 % of 5000 tokens, min-p 0.5 keeps nearly all.
+  std::vector<float> l(5000);
+  for (size_t i = 0; i < l.size(); ++i) l[i] = 0.001f * static_cast<float>(i % 7);
+  const Candidates c = top(l, ops::TopKParams::kMaxTopK);
+  Sampler top_p({.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f});
+  Sampler min_p({.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.5f});
+  EXPECT_FALSE(top_p.sample_candidates(c.ids, c.values, c.lse).has_value());
+  EXPECT_FALSE(min_p.sample_candidates(c.ids, c.values, c.lse).has_value());
 }
 
 }  // namespace
