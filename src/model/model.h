@@ -15,11 +15,22 @@
 
 namespace cera::model {
 
+// Where the sliding-window layers (KvGeometry::sliding) keep the batch's sequences: tables and
+// slots into their own storage, laid out like ops::AttentionBatch's and ForwardBatch::kv_slots.
+struct RingTables {
+  std::span<const int32_t> block_tables;  // all sequences' tables, concatenated
+  std::span<const int32_t> table_offset;  // [n_seqs + 1] start of sequence j's table
+  std::span<const int32_t> kv_slots;      // [n_tokens] slot that receives each token's K/V
+};
+
 // One batch: tokens of one or more sequences, flattened. Host memory, owned by the caller.
 struct ForwardBatch {
   std::span<const int32_t> tokens;       // [n_tokens]
-  ops::AttentionBatch attention;         // positions, sequence of each token, block tables
-  std::span<const int32_t> kv_slots;     // [n_tokens] cache slot that receives each token's K/V
+  ops::AttentionBatch attention;         // positions, sequence of each token, full-length layers' block tables
+  std::span<const int32_t> kv_slots;     // [n_tokens] full-length layers' cache slot for each token's K/V
+  // The sliding-window layers' tables (KvCache::ring_table, ring_slot); required when the
+  // model has such layers, empty otherwise.
+  RingTables ring;
   std::span<const int32_t> output_rows;  // indices into tokens whose logits are wanted, ascending
   // Recurrent state of the layers that keep one (KvGeometry::kinds), per sequence of the batch:
   // recurrent_state[j * n_layer + il] is sequence j's view for layer il (an empty view for a
@@ -41,6 +52,10 @@ struct KvGeometry {
   int32_t kv_width = 0;  // n_head_kv * head_dim: one K (or V) row per token
   std::vector<LayerKind> kinds;          // [n_layer]; empty means every layer is kAttention
   std::array<int64_t, 2> state_ne = {};  // per kShortConv layer and sequence: F32 [L_cache-1, n_embd]
+  // Sliding-window attention layers: a query at position p sees only entries (p - sliding_window,
+  // p], so the cache may keep a ring of recent entries for them (ForwardBatch::ring).
+  int32_t sliding_window = 0;
+  std::vector<bool> sliding;  // [n_layer]; empty means no sliding-window layer
 
   bool has_state() const {
     for (LayerKind k : kinds) {
@@ -49,6 +64,13 @@ struct KvGeometry {
     return false;
   }
   LayerKind kind(int32_t il) const { return kinds.empty() ? LayerKind::kAttention : kinds[il]; }
+  bool is_sliding(int32_t il) const { return !sliding.empty() && sliding[il]; }
+  bool has_sliding() const {
+    for (bool s : sliding) {
+      if (s) return true;
+    }
+    return false;
+  }
 };
 
 class Model {

@@ -1,5 +1,6 @@
-// Block bookkeeping on the host; the K/V rows themselves move only in shift() (kv_copy in chunks
-// that never overlap their own source, then kv_rerotate), fork() and a copy-on-write append.
+// Block bookkeeping on the host; the K/V rows themselves move only in shift()
+// (kv_cache_shift.cpp), fork() and a copy-on-write append. The rings are allocated block by block
+// as a sequence grows (a short sequence holds only the blocks it fills) and never shared.
 // Recurrent state rollback keeps a snapshot per evaluated chunk rather than recomputing: the
 // state at length n is the last L_cache-1 inputs of every convolution layer, and recomputing
 // them means re-running those tokens through every earlier layer (attention over the whole
@@ -24,24 +25,66 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
     c.state_elements_ = g.state_ne[0] * g.state_ne[1];
   }
   const int32_t n_blocks = (config.n_slots + config.block_size - 1) / config.block_size;
-  const int64_t n_slots = int64_t(n_blocks) * config.block_size;
-  ops::Backend& backend = model.backend();
+  int32_t ring_rows = 0;
+  if (g.has_sliding()) {
+    if (g.sliding_window <= 0 || config.max_batch_tokens <= 0 || config.max_sequences <= 0) {
+      return invalid_argument("KV cache of sliding-window layers needs window, max_batch_tokens and max_sequences > 0");
+    }
+    // A ring longer than the whole cache never turns: positions stay below n_slots.
+    const int64_t ring = std::min<int64_t>(int64_t(g.sliding_window) + config.max_batch_tokens, int64_t(n_blocks) * c.block_size_);
+    c.window_ = g.sliding_window;
+    c.max_append_ = config.max_batch_tokens;
+    c.ring_blocks_ = static_cast<int32_t>((ring + c.block_size_ - 1) / c.block_size_);
+    c.ring_staging_ = config.max_sequences * c.ring_blocks_;
+    const int32_t staging_blocks = (c.window_ + c.block_size_ - 1) / c.block_size_;
+    ring_rows = (c.ring_staging_ + staging_blocks) * c.block_size_;
+    for (int32_t b = c.ring_staging_ - 1; b >= 0; --b) c.ring_free_.push_back(b);
+  }
   for (int32_t il = 0; il < g.n_layer; ++il) {
-    ops::KvLayer layer;
-    layer.block_size = config.block_size;
-    if (g.kind(il) == model::LayerKind::kAttention) {
-      for (TensorView* side : {&layer.k, &layer.v}) {
-        auto buf = backend.allocate(static_cast<uint64_t>(n_slots * g.kv_width) * sizeof(float));
-        if (!buf.ok()) return buf.status().with_context("KV cache of " + std::to_string(n_slots) + " tokens");
-        *side = (*buf)->view(DType::kF32, {g.kv_width, n_slots, 1, 1}, backend.device());
-        c.storage_.push_back(std::move(buf).value());
-      }
+    ops::KvLayer layer{.block_size = config.block_size};
+    if (c.uses(il, Storage::kFull) || c.uses(il, Storage::kRing)) {
+      const bool ring = c.uses(il, Storage::kRing);
+      auto allocated = c.allocate_layer(ring ? ring_rows : int64_t(n_blocks) * config.block_size);
+      if (!allocated.ok()) return allocated.status();
+      layer = *allocated;
+      (ring ? c.bytes_.ring : c.bytes_.full) += 2 * static_cast<uint64_t>(layer.k.row_bytes() * layer.k.rows());
     }
     c.layers_.push_back(layer);
   }
   c.block_refs_.assign(n_blocks, 0);
   for (int32_t b = n_blocks - 1; b >= 0; --b) c.free_blocks_.push_back(b);
   return c;
+}
+
+Result<ops::KvLayer> KvCache::allocate_layer(int64_t n_rows) {
+  ops::Backend& backend = model_->backend();
+  ops::KvLayer layer{.block_size = block_size_};
+  for (TensorView* side : {&layer.k, &layer.v}) {
+    auto buf = backend.allocate(static_cast<uint64_t>(n_rows * geometry_.kv_width) * sizeof(float));
+    if (!buf.ok()) return buf.status().with_context("KV cache of " + std::to_string(n_rows) + " tokens");
+    *side = (*buf)->view(DType::kF32, {geometry_.kv_width, n_rows, 1, 1}, backend.device());
+    storage_.push_back(std::move(buf).value());
+  }
+  return layer;
+}
+
+bool KvCache::uses(int32_t il, Storage storage) const {
+  if (geometry_.kind(il) != model::LayerKind::kAttention) return false;
+  return geometry_.is_sliding(il) == (storage == Storage::kRing);
+}
+
+void KvCache::copy_rows(Storage storage, std::span<const int32_t> src, std::span<const int32_t> dst) {
+  if (src.empty()) return;
+  for (int32_t il = 0; il < geometry_.n_layer; ++il) {
+    if (uses(il, storage)) model_->backend().kv_copy(layers_[il], src, dst);
+  }
+}
+
+void KvCache::rerotate_rows(Storage storage, std::span<const int32_t> rows, int32_t delta) {
+  if (rows.empty()) return;
+  for (int32_t il = 0; il < geometry_.n_layer; ++il) {
+    if (uses(il, storage)) model_->backend().kv_rerotate(layers_[il], rows, delta, head_dim_, model_->rope_params(il));
+  }
 }
 
 const KvCache::Sequence& KvCache::seq_(SeqId s) const {
@@ -104,6 +147,9 @@ SeqId KvCache::new_sequence() {
   s.live = true;
   s.length = 0;
   s.blocks.clear();
+  s.ring.clear();
+  s.ring_table.clear();
+  s.ring_valid = 0;
   // The state is a few KB per layer; failing to allocate it is as fatal as failing to grow seqs_.
   const Status st = init_state(s);
   CERA_CHECK_MSG(st.ok(), "KV cache: recurrent state of a new sequence: " + st.to_string());
@@ -122,21 +168,28 @@ int32_t KvCache::slot(SeqId seq, int32_t i) const {
   return s.blocks[i / block_size_] * block_size_ + i % block_size_;
 }
 
+int32_t KvCache::ring_slot(SeqId seq, int32_t i) const {
+  const Sequence& s = seq_(seq);
+  CERA_CHECK(ring_blocks_ > 0 && i >= 0 && i < s.length);
+  return s.ring_table[i / block_size_] * block_size_ + i % block_size_;
+}
+
 void KvCache::copy_block_prefix(int32_t from, int32_t to, int32_t n) {
   std::vector<int32_t> src, dst;
   for (int32_t i = 0; i < n; ++i) {
     src.push_back(from * block_size_ + i);
     dst.push_back(to * block_size_ + i);
   }
-  for (int32_t il = 0; il < geometry_.n_layer; ++il) {
-    if (geometry_.kind(il) == model::LayerKind::kAttention && !src.empty()) model_->backend().kv_copy(layers_[il], src, dst);
-  }
+  copy_rows(Storage::kFull, src, dst);
 }
 
 Result<SeqId> KvCache::fork(SeqId src) {
   const int32_t len = seq_(src).length;
   const bool partial = len % block_size_ != 0;
   if (partial && free_blocks_.empty()) return out_of_range("KV cache is full: no block for the fork's last partial block");
+  if (seq_(src).ring.size() > ring_free_.size()) {
+    return out_of_range("KV cache: no free ring for the fork's sliding-window layers (raise max_sequences)");
+  }
   const SeqId id = new_sequence();
   Sequence& s = seqs_[src];
   Sequence& d = seqs_[id];
@@ -150,6 +203,18 @@ Result<SeqId> KvCache::fork(SeqId src) {
     d.blocks.push_back(block);
   }
   d.length = len;
+  std::vector<int32_t> from, to;
+  for (int32_t r : s.ring) {
+    d.ring.push_back(ring_free_.back());
+    ring_free_.pop_back();
+    for (int32_t i = 0; i < block_size_; ++i) {
+      from.push_back(r * block_size_ + i);
+      to.push_back(d.ring.back() * block_size_ + i);
+    }
+  }
+  copy_rows(Storage::kRing, from, to);
+  for (size_t b = 0; ring_blocks_ > 0 && b < d.blocks.size(); ++b) d.ring_table.push_back(d.ring[b % ring_blocks_]);
+  d.ring_valid = s.ring_valid;
   if (state_elements_ != 0) {
     load_state(d, save_state(s));
     d.snapshots = s.snapshots;
@@ -166,6 +231,16 @@ Status KvCache::append(SeqId seq, int32_t n, std::vector<int32_t>& slots) {
   if (extra > n_free_blocks()) {
     return out_of_range("KV cache is full: " + std::to_string(n) + " more tokens need " + std::to_string(extra) +
                         " blocks, " + std::to_string(n_free_blocks()) + " free");
+  }
+  if (ring_blocks_ > 0) {
+    if (n > max_append_) {
+      return invalid_argument("KV cache: " + std::to_string(n) + " tokens in one append; the sliding-window rings are sized for " +
+                              std::to_string(max_append_));
+    }
+    const size_t ring_extra = std::min<size_t>(need_blocks, ring_blocks_) - s.ring.size();
+    if (ring_extra > ring_free_.size()) {
+      return out_of_range("KV cache: no free ring blocks for the sliding-window layers (more live sequences than max_sequences)");
+    }
   }
   if (state_elements_ != 0 && (s.snapshots.empty() || s.snapshots.back().length != s.length)) {
     s.snapshots.push_back({s.length, save_state(s)});
@@ -184,11 +259,19 @@ Status KvCache::append(SeqId seq, int32_t n, std::vector<int32_t>& slots) {
     free_blocks_.pop_back();
     block_refs_[block] = 1;
     s.blocks.push_back(block);
+    if (ring_blocks_ == 0) continue;
+    if (b < ring_blocks_) {
+      s.ring.push_back(ring_free_.back());
+      ring_free_.pop_back();
+    }
+    s.ring_table.push_back(s.ring[b % ring_blocks_]);
   }
   for (int32_t i = s.length; i < s.length + n; ++i) {
     slots.push_back(s.blocks[i / block_size_] * block_size_ + i % block_size_);
   }
   s.length += n;
+  // The forward that stores these entries overwrites the ring rows of entries length - ring_tokens and older.
+  s.ring_valid = std::max(s.ring_valid, s.length - ring_tokens());
   return {};
 }
 
@@ -200,13 +283,23 @@ void KvCache::drop_blocks(Sequence& s, int32_t n) {
     s.blocks.pop_back();
     if (--block_refs_[block] == 0) free_blocks_.push_back(block);
   }
+  // Ring blocks past keep_blocks only ever held entries from n on (truncate's precondition).
+  s.ring_table.resize(std::min(s.ring_table.size(), keep_blocks));
+  while (s.ring.size() > keep_blocks) {
+    ring_free_.push_back(s.ring.back());
+    s.ring.pop_back();
+  }
   s.length = n;
+  if (n == 0) s.ring_valid = 0;
 }
 
 bool KvCache::can_truncate(SeqId seq, int32_t n) const {
   const Sequence& s = seq_(seq);
   if (n < 0 || n > s.length) return false;
-  if (state_elements_ == 0 || n == s.length || n == 0) return true;
+  if (n == s.length || n == 0) return true;
+  // The next query (at n) sees entries (n - window, n); the rings must still hold them.
+  if (ring_blocks_ > 0 && std::max(0, n - window_ + 1) < s.ring_valid) return false;
+  if (state_elements_ == 0) return true;
   return std::any_of(s.snapshots.begin(), s.snapshots.end(), [n](const Snapshot& p) { return p.length == n; });
 }
 
@@ -225,41 +318,6 @@ void KvCache::truncate(SeqId seq, int32_t n) {
     }
   }
   drop_blocks(s, n);
-}
-
-void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
-  const int32_t len = seq_(seq).length;
-  CERA_CHECK(n_keep >= 0 && n_discard > 0 && n_keep + n_discard <= len);
-  const Sequence& before = seq_(seq);
-  for (size_t b = static_cast<size_t>(n_keep / block_size_); b < before.blocks.size(); ++b) {
-    CERA_CHECK_MSG(block_refs_[before.blocks[b]] == 1, "KV cache: shift would move rows of a block another sequence shares");
-  }
-  ops::Backend& backend = model_->backend();
-  // Move entries down in chunks of n_discard: a chunk's destination was read by earlier chunks
-  // (or was discarded), so no chunk overwrites a row it still has to read.
-  std::vector<int32_t> src, dst;
-  for (int32_t first = n_keep + n_discard; first < len; first += n_discard) {
-    src.clear();
-    dst.clear();
-    for (int32_t i = first; i < std::min(len, first + n_discard); ++i) {
-      src.push_back(slot(seq, i));
-      dst.push_back(slot(seq, i - n_discard));
-    }
-    for (int32_t il = 0; il < geometry_.n_layer; ++il) {
-      if (geometry_.kind(il) == model::LayerKind::kAttention) backend.kv_copy(layers_[il], src, dst);
-    }
-  }
-  Sequence& s = seq_(seq);
-  drop_blocks(s, len - n_discard);  // the state stays: it describes the (kept) end of the sequence
-  s.snapshots.clear();
-  std::vector<int32_t> moved;
-  for (int32_t i = n_keep; i < len - n_discard; ++i) moved.push_back(slot(seq, i));
-  if (!moved.empty()) {
-    for (int32_t il = 0; il < geometry_.n_layer; ++il) {
-      if (geometry_.kind(il) != model::LayerKind::kAttention) continue;
-      backend.kv_rerotate(layers_[il], moved, -n_discard, head_dim_, model_->rope_params(il));
-    }
-  }
 }
 
 }  // namespace cera::runtime

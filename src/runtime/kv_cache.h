@@ -1,6 +1,11 @@
 // The paged KV cache: fixed-size blocks of slots shared by all sequences, a block table per
 // sequence, and the per-layer storage the backend computes on. A sequence's logical entry i
 // (which is also its RoPE position) lives in slot table[i / block_size] * block_size + i % block_size.
+// Sliding-window layers (KvGeometry::sliding, gemma3's local layers) get their own storage in
+// which each sequence owns a ring of ring_tokens() slots: logical block b lives in ring block
+// b mod (ring_tokens / block_size), materialised as an ordinary block table (ring_table) so the
+// attention kernels need no change; table entries older than the window alias newer entries,
+// and the kernels never read them (a query at p reads only (p - window, p]).
 // Models with recurrent layers (KvGeometry::kinds, lfm2's convolutions) also get a fixed-size
 // state per sequence and layer, created, forked, rolled back and freed with the sequence.
 #pragma once
@@ -20,49 +25,80 @@ using SeqId = int32_t;
 struct KvCacheConfig {
   int32_t n_slots = 4096;    // total tokens the cache holds, over all sequences (rounded up to blocks)
   int32_t block_size = 16;
+  // Sliding-window layers keep, per sequence, a ring of window + max_batch_tokens slots (rounded
+  // up to blocks, at most n_slots): while a forward of up to max_batch_tokens tokens of the
+  // sequence stores its K/V, every one of its queries still finds its whole window.
+  int32_t max_batch_tokens = 512;
+  int32_t max_sequences = 1;  // live sequences with tokens the rings are allocated for
+};
+
+// Bytes of K/V storage by kind of layer (recurrent state not included).
+struct KvBytes {
+  uint64_t full = 0;  // full-length layers: n_slots rows of K and V each
+  uint64_t ring = 0;  // sliding-window layers: max_sequences rings plus the shift's staging rows
+  uint64_t total() const { return full + ring; }
 };
 
 class KvCache {
  public:
   static Result<KvCache> create(model::Model& model, const KvCacheConfig& config);
 
-  // One per model layer; a layer without K/V (a recurrent layer) has empty views.
+  // One per model layer; a layer without K/V (a recurrent layer) has empty views. A
+  // sliding-window layer's views are its ring storage (ring_table / ring_slot address it).
   std::span<const ops::KvLayer> layers() const { return layers_; }
   int32_t block_size() const { return block_size_; }
+  // Blocks of the full-length layers' storage.
   int32_t n_blocks() const { return static_cast<int32_t>(block_refs_.size()); }
   int32_t n_free_blocks() const { return static_cast<int32_t>(free_blocks_.size()); }
+  // Slots of one sequence's ring in the sliding-window layers; 0 when the model has none.
+  int32_t ring_tokens() const { return ring_blocks_ * block_size_; }
+  KvBytes bytes() const { return bytes_; }
 
   SeqId new_sequence();
   void free_sequence(SeqId seq);
   int32_t length(SeqId seq) const { return seq_(seq).length; }
   std::span<const int32_t> block_table(SeqId seq) const { return seq_(seq).blocks; }
   int32_t slot(SeqId seq, int32_t i) const;
+  // The sliding-window layers' table of the sequence ([ceil(length / block_size)] ring blocks,
+  // ForwardBatch::ring) and the ring slot of entry i; empty / unused without such layers.
+  std::span<const int32_t> ring_table(SeqId seq) const { return seq_(seq).ring_table; }
+  int32_t ring_slot(SeqId seq, int32_t i) const;
 
   // A new sequence with the same entries (and recurrent state) as `src`: full blocks are shared
   // (reference counted, copied on a later write), the partly filled last block is copied. Fails
-  // (changing nothing) when no block is free for that copy.
+  // (changing nothing) when no block is free for that copy. The ring of the sliding-window
+  // layers is copied whole (a ring cannot be shared: its slots are overwritten as it turns).
   Result<SeqId> fork(SeqId src);
   // The sequence's recurrent state, one view per model layer (empty views for attention
   // layers; an empty span for models without recurrent layers). ForwardBatch::recurrent_state.
   std::span<const TensorView> recurrent_state(SeqId seq) const { return seq_(seq).state_views; }
 
   // Extends the sequence by n entries, allocating blocks as needed; appends their slots to
-  // `slots`. Fails (changing nothing) when the cache has too few free blocks. With recurrent
-  // layers it first snapshots the state at the current length (see truncate).
+  // `slots` (ring_slot gives the sliding-window layers' slots). Fails (changing nothing) when
+  // the cache has too few free blocks or ring blocks, or, with sliding-window layers, when n >
+  // max_batch_tokens. Those layers assume each forward stores one append's entries per sequence.
+  // With recurrent layers it first snapshots the state at the current length (see truncate).
   Status append(SeqId seq, int32_t n, std::vector<int32_t>& slots);
   // Forgets entries [n, length): rollback after a rejected draft or a failed forward, or an edit
   // of history. The recurrent state cannot be rolled back by forgetting entries: it is restored
   // from the snapshot append() took at length n (kept for the last kMaxSnapshots chunks), or
-  // zeroed for n == 0. Precondition: can_truncate(seq, n).
+  // zeroed for n == 0. The rings must still hold the window before n: entries
+  // (n - window, n) were not overwritten, i.e. length - n <= ring_tokens - window + 1 (always
+  // true for the rollback of the last append). Precondition: can_truncate(seq, n).
   void truncate(SeqId seq, int32_t n);
   bool can_truncate(SeqId seq, int32_t n) const;
   // Context shift: drops entries [n_keep, n_keep + n_discard), moves the rest down and
   // re-rotates their K by -n_discard so every entry's RoPE position equals its new index. The
-  // recurrent state is kept as it is: it holds the last L_cache-1 inputs, which are never among
-  // the dropped entries (shift keeps the end of the sequence) and carry no position. Snapshots
-  // taken before the shift are dropped (their lengths no longer name the same history).
-  // Precondition: the blocks from n_keep on are not shared with a fork.
+  // rings keep only what later queries can see, the last window - 1 entries after the shift,
+  // moved to their new ring slots through a staging area. The recurrent state is kept as it
+  // is: it holds the last L_cache-1 inputs, which are never among the dropped entries (shift
+  // keeps the end of the sequence) and carry no position. Snapshots taken before the shift are
+  // dropped (their lengths no longer name the same history). Precondition: can_shift.
   void shift(SeqId seq, int32_t n_keep, int32_t n_discard);
+  // False when the blocks from n_keep on are shared with a fork, or when an entry the rings
+  // must keep is gone: kept prefix entries within the window of the new end that the ring has
+  // already overwritten (n_keep close to the new length on a long sequence).
+  bool can_shift(SeqId seq, int32_t n_keep, int32_t n_discard) const;
 
   // Snapshots kept per sequence: rollback reaches back this many evaluated chunks (decode steps
   // count as chunks). A snapshot is (L_cache-1) * n_embd floats per recurrent layer.
@@ -77,6 +113,9 @@ class KvCache {
     bool live = false;
     int32_t length = 0;
     std::vector<int32_t> blocks;
+    std::vector<int32_t> ring;        // ring blocks owned, min(blocks.size(), ring_blocks_) of them
+    std::vector<int32_t> ring_table;  // [blocks.size()] ring[b % ring_blocks_]
+    int32_t ring_valid = 0;           // first entry whose ring rows still hold its K/V
     std::shared_ptr<ops::Buffer> state;  // recurrent layers' state, allocated once per sequence slot
     std::vector<TensorView> state_views;  // [n_layer] views into `state`; empty when no recurrent layer
     std::vector<Snapshot> snapshots;      // ascending lengths, at most kMaxSnapshots
@@ -87,9 +126,17 @@ class KvCache {
   Status init_state(Sequence& s);  // allocates (once) and zeroes the sequence's state
   std::vector<float> save_state(const Sequence& s) const;
   void load_state(const Sequence& s, const std::vector<float>& data);
-  void drop_blocks(Sequence& s, int32_t n);  // block bookkeeping of truncate, state untouched
-  // Copies slots [0, n) of block `from` into block `to` in every attention layer.
+  // The one place K/V storage is allocated: K and V of one layer, [kv_width, n_rows] each.
+  Result<ops::KvLayer> allocate_layer(int64_t n_rows);
+  enum class Storage { kFull, kRing };
+  bool uses(int32_t il, Storage storage) const;
+  // Copies rows src[i] -> dst[i] (and re-rotates them) in every layer with that storage.
+  void copy_rows(Storage storage, std::span<const int32_t> src, std::span<const int32_t> dst);
+  void rerotate_rows(Storage storage, std::span<const int32_t> rows, int32_t delta);
+  void drop_blocks(Sequence& s, int32_t n);  // block and ring bookkeeping of truncate, state untouched
+  // Copies slots [0, n) of block `from` into block `to` in every full-length layer.
   void copy_block_prefix(int32_t from, int32_t to, int32_t n);
+  void shift_rings(SeqId seq, int32_t n_keep, int32_t n_discard);  // kv_cache_shift.cpp
 
   model::Model* model_ = nullptr;
   model::KvGeometry geometry_;
@@ -98,8 +145,16 @@ class KvCache {
   int32_t head_dim_ = 0;
   std::vector<std::unique_ptr<ops::Buffer>> storage_;
   std::vector<ops::KvLayer> layers_;
+  KvBytes bytes_;
   std::vector<int32_t> block_refs_;   // [n_blocks] sequences using each block
   std::vector<int32_t> free_blocks_;  // stack; lowest index on top for locality
+  // Rings of the sliding-window layers: ring_blocks_ blocks per sequence from ring_free_; blocks
+  // from ring_staging_ on (window rows, rounded up) stage the moves of a context shift.
+  int32_t window_ = 0;
+  int32_t ring_blocks_ = 0;
+  int32_t max_append_ = 0;  // KvCacheConfig::max_batch_tokens
+  int32_t ring_staging_ = 0;
+  std::vector<int32_t> ring_free_;  // stack; lowest index on top
   std::vector<Sequence> seqs_;
 };
 

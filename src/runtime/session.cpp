@@ -54,7 +54,10 @@ Result<std::unique_ptr<Session>> Session::create(model::Model& model, const toke
     return invalid_argument("the vocabulary has " + std::to_string(tokenizer.n_vocab()) + " tokens but the model only " +
                             std::to_string(model.hparams().n_vocab));
   }
-  CERA_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model, {.n_slots = n_ctx, .block_size = options.kv_block_size}));
+  CERA_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model, {.n_slots = n_ctx,
+                                                               .block_size = options.kv_block_size,
+                                                               .max_batch_tokens = options.n_batch,
+                                                               .max_sequences = 1}));
   return std::unique_ptr<Session>(new Session(model, tokenizer, std::move(cache), options, n_ctx));
 }
 
@@ -107,6 +110,10 @@ Status Session::make_room(int32_t n_tokens) {
   // llama.cpp's rule: keep the first n_keep, drop half of the rest.
   const int32_t keep = std::min(n_keep_, len - 1);
   const int32_t discard = std::max(1, (len - keep) / 2);
+  if (!cache_.can_shift(seq_, keep, discard)) {
+    return out_of_range("context shift keeping " + std::to_string(keep) + " of " + std::to_string(len) +
+                        " tokens: the sliding-window layers no longer hold the kept tokens near the new end");
+  }
   cache_.shift(seq_, keep, discard);
   tokens_.erase(tokens_.begin() + keep, tokens_.begin() + keep + discard);
   ++stats_.n_context_shifts;
@@ -123,7 +130,9 @@ Status Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
     CERA_RETURN_IF_ERROR(make_room(n));
     const int32_t start = cache_.length(seq_);
     slots_.clear();
+    ring_slots_.clear();
     CERA_RETURN_IF_ERROR(cache_.append(seq_, n, slots_));
+    for (int32_t i = start; cache_.ring_tokens() > 0 && i < start + n; ++i) ring_slots_.push_back(cache_.ring_slot(seq_, i));
     positions_.resize(n);
     token_seq_.assign(n, 0);
     for (int32_t i = 0; i < n; ++i) positions_[i] = start + i;
@@ -133,14 +142,16 @@ Status Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
     } else if (last_chunk) {
       outputs_.push_back(n - 1);
     }
-    const auto table = cache_.block_table(seq_);
+    const auto table = cache_.block_table(seq_), ring_table = cache_.ring_table(seq_);
     table_offset_ = {0, static_cast<int32_t>(table.size())};
+    ring_offset_ = {0, static_cast<int32_t>(ring_table.size())};
     const model::ForwardBatch batch{.tokens = chunk,
                                     .attention = {.positions = positions_,
                                                   .token_seq = token_seq_,
                                                   .block_tables = table,
                                                   .table_offset = table_offset_},
                                     .kv_slots = slots_,
+                                    .ring = {.block_tables = ring_table, .table_offset = ring_offset_, .kv_slots = ring_slots_},
                                     .output_rows = outputs_,
                                     .recurrent_state = cache_.recurrent_state(seq_)};
     std::vector<float>& out = all_logits ? all_logits_ : logits_;

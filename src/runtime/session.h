@@ -77,6 +77,7 @@ class Session {
   const std::vector<int32_t>& tokens() const { return tokens_; }
   int32_t n_ctx() const { return n_ctx_; }
   const SessionStats& stats() const { return stats_; }
+  KvBytes kv_bytes() const { return cache_.bytes(); }
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
   // Forgets everything: history, cache, logits (not the stats).
   void reset();
@@ -101,7 +102,7 @@ class Session {
   std::atomic<bool> cancelled_{false};
   SessionStats stats_;
   // Batch assembly buffers, reused.
-  std::vector<int32_t> positions_, token_seq_, slots_, outputs_, table_offset_;
+  std::vector<int32_t> positions_, token_seq_, slots_, outputs_, table_offset_, ring_slots_, ring_offset_;
 };
 
 }  // namespace cera::runtime

@@ -21,13 +21,28 @@ Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t
   return w;
 }
 
+LayerCache layer_cache(const ForwardBatch& batch, const ops::KvLayer& kv, bool ring) {
+  if (!ring) return {.kv = &kv, .tables = batch.attention, .kv_slots = batch.kv_slots};
+  return {.kv = &kv,
+          .tables = {.positions = batch.attention.positions,
+                     .token_seq = batch.attention.token_seq,
+                     .block_tables = batch.ring.block_tables,
+                     .table_offset = batch.ring.table_offset},
+          .kv_slots = batch.ring.kv_slots};
+}
+
+bool has_ring_tables(const ForwardBatch& batch) {
+  return batch.ring.kv_slots.size() == batch.tokens.size() &&
+         batch.ring.table_offset.size() == batch.attention.table_offset.size();
+}
+
 namespace {
 const TensorView* opt(const std::optional<TensorView>& v) { return v ? &*v : nullptr; }
 }  // namespace
 
 void attention_forward(ops::Backend& backend, const Scratch& scratch, const AttentionWeights& w,
-                       const AttentionSpec& spec, const ForwardBatch& batch, const ops::KvLayer& kv,
-                       const TensorView& in, const TensorView& out) {
+                       const AttentionSpec& spec, const LayerCache& cache, const TensorView& in,
+                       const TensorView& out) {
   const int64_t n = in.rows(), hd = spec.params.head_dim;
   const int64_t n_head = spec.params.n_head, n_head_kv = spec.params.n_head_kv;
   const TensorView q = scratch.q(n), k = scratch.k(n), v = scratch.v(n), attn = scratch.attn(n);
@@ -41,10 +56,10 @@ void attention_forward(ops::Backend& backend, const Scratch& scratch, const Atte
     backend.rms_norm(qh, qh, *w.q_norm, spec.norm_eps);
     backend.rms_norm(kh, kh, *w.k_norm, spec.norm_eps);
   }
-  backend.rope(qh, batch.attention.positions, spec.rope);
-  backend.rope(kh, batch.attention.positions, spec.rope);
-  backend.kv_store(kv, k, v, batch.kv_slots);
-  backend.attention(attn, qh, kv, batch.attention, spec.params);
+  backend.rope(qh, cache.tables.positions, spec.rope);
+  backend.rope(kh, cache.tables.positions, spec.rope);
+  backend.kv_store(*cache.kv, k, v, cache.kv_slots);
+  backend.attention(attn, qh, *cache.kv, cache.tables, spec.params);
   backend.matmul(out, w.wo, attn, opt(w.bo));
 }
 

@@ -1,5 +1,6 @@
 // Self-attention block over the paged KV cache: QKV projections (optional biases), optional
-// per-head Q/K RMSNorm, RoPE, cache store, attention, output projection.
+// per-head Q/K RMSNorm, RoPE, cache store, attention, output projection. The block does not know
+// whether its cache is full-length or a sliding-window ring: LayerCache carries the tables.
 #pragma once
 
 #include <optional>
@@ -26,12 +27,26 @@ struct AttentionSpec {
   bool qk_norm = false;       // Q/K RMSNorm tensors are required (qwen3, gemma3, lfm2)
 };
 
+// What one attention layer reads and writes in a batch: its cache storage, the batch's tables
+// into that storage, and the slots that receive the batch's K/V.
+struct LayerCache {
+  const ops::KvLayer* kv = nullptr;
+  ops::AttentionBatch tables;
+  std::span<const int32_t> kv_slots;  // [n_tokens]
+};
+
+// Full-length layers use batch.attention and batch.kv_slots; a sliding-window layer whose cache
+// is a ring (KvGeometry::sliding) uses batch.ring, with the same positions and token_seq.
+LayerCache layer_cache(const ForwardBatch& batch, const ops::KvLayer& kv, bool ring);
+// Whether batch.ring fits the batch (one slot per token, one table per sequence).
+bool has_ring_tables(const ForwardBatch& batch);
+
 Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t n_embd, const AttentionSpec& spec);
 
 // out[n_embd, n_tokens] = attention(in[n_embd, n_tokens]); out may alias in (in is consumed
 // by the projections before out is written).
 void attention_forward(ops::Backend& backend, const Scratch& scratch, const AttentionWeights& w,
-                       const AttentionSpec& spec, const ForwardBatch& batch, const ops::KvLayer& kv,
-                       const TensorView& in, const TensorView& out);
+                       const AttentionSpec& spec, const LayerCache& cache, const TensorView& in,
+                       const TensorView& out);
 
 }  // namespace cera::model

@@ -1,5 +1,6 @@
 #include "model/blocks/dense_decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -22,9 +23,7 @@ class DenseDecoder final : public Model {
   Status load(const format::GgufFile& file, const LoadOptions& options);
 
   const HParams& hparams() const override { return spec_.hp; }
-  KvGeometry kv_geometry() const override {
-    return {spec_.hp.n_layer, spec_.hp.n_head_kv * spec_.hp.head_dim};
-  }
+  KvGeometry kv_geometry() const override;
   ops::RopeParams rope_params(int32_t il) const override { return spec_.attention[il].rope; }
   ops::Backend& backend() override { return backend_; }
   Status forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) override;
@@ -92,6 +91,17 @@ Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& optio
   return {};
 }
 
+// Local layers (a sliding window in their AttentionSpec) are the cache's ring layers.
+KvGeometry DenseDecoder::kv_geometry() const {
+  KvGeometry g{.n_layer = spec_.hp.n_layer, .kv_width = spec_.hp.n_head_kv * spec_.hp.head_dim};
+  for (const AttentionSpec& a : spec_.attention) {
+    g.sliding.push_back(a.params.sliding_window > 0);
+    g.sliding_window = std::max(g.sliding_window, a.params.sliding_window);
+  }
+  if (!g.has_sliding()) g.sliding.clear();
+  return g;
+}
+
 Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) {
   const HParams& hp = spec_.hp;
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
@@ -101,6 +111,10 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
                             std::to_string(scratch_->max_tokens()));
   }
   if (kv.size() != layers_.size()) return invalid_argument("KV cache has the wrong number of layers");
+  const KvGeometry geometry = kv_geometry();
+  if (geometry.has_sliding() && !has_ring_tables(batch)) {
+    return invalid_argument("batch has no ring tables for the sliding-window layers (ForwardBatch::ring)");
+  }
   if (logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) return invalid_argument("logits buffer has the wrong size");
   for (int32_t t : batch.tokens) {
     if (t < 0 || t >= hp.n_vocab) return invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
@@ -111,7 +125,8 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
   for (size_t il = 0; il < layers_.size(); ++il) {
     const DenseLayer& l = layers_[il];
     backend_.rms_norm(h, x, l.attn_norm, hp.rms_eps);
-    attention_forward(backend_, s, l.attention, spec_.attention[il], batch, kv[il], h, h);
+    const LayerCache cache = layer_cache(batch, kv[il], geometry.is_sliding(static_cast<int32_t>(il)));
+    attention_forward(backend_, s, l.attention, spec_.attention[il], cache, h, h);
     if (l.post_attention_norm) backend_.rms_norm(h, h, *l.post_attention_norm, hp.rms_eps);
     backend_.add_scaled(x, x, h, hp.residual_scale);
     backend_.rms_norm(h, x, l.ffn_norm, hp.rms_eps);

@@ -149,7 +149,7 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
     const HybridLayer& l = layers_[il];
     backend_.rms_norm(h, x, l.attn_norm, hp.rms_eps);
     if (l.attention) {
-      attention_forward(backend_, s, *l.attention, spec_.attention[il], batch, kv[il], h, h);
+      attention_forward(backend_, s, *l.attention, spec_.attention[il], layer_cache(batch, kv[il], false), h, h);
     } else {
       for (size_t j = 0; j < layer_states.size(); ++j) layer_states[j] = batch.recurrent_state[j * layers_.size() + il];
       short_conv_forward(backend_, *conv_scratch_, *l.conv, runs, layer_states, h, h);

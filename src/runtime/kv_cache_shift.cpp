@@ -1,0 +1,65 @@
+// Context shift of the KV cache. Full-length layers move every entry after the gap down by
+// n_discard (kv_copy in chunks that never overlap their own source) and re-rotate its K. A ring
+// keeps only what later queries can see, the last window - 1 entries; its move is a rotation of
+// the ring by n_discard mod ring_tokens, whose sources and destinations may overlap in any
+// pattern, so the entries go through the staging rows: ring -> staging -> new ring slots.
+#include <algorithm>
+
+#include "runtime/kv_cache.h"
+
+namespace cera::runtime {
+
+bool KvCache::can_shift(SeqId seq, int32_t n_keep, int32_t n_discard) const {
+  const Sequence& s = seq_(seq);
+  if (n_keep < 0 || n_discard <= 0 || n_keep + n_discard > s.length) return false;
+  for (size_t b = static_cast<size_t>(n_keep / block_size_); b < s.blocks.size(); ++b) {
+    if (block_refs_[s.blocks[b]] != 1) return false;  // rows another sequence shares would move
+  }
+  if (ring_blocks_ == 0) return true;
+  // After the shift the next query sees new positions [lo, new_len); those below n_keep are
+  // prefix entries that stay in their ring rows, which must not have been overwritten.
+  const int32_t lo = std::max(0, s.length - n_discard - window_ + 1);
+  return lo >= n_keep || lo >= s.ring_valid;
+}
+
+void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
+  CERA_CHECK_MSG(can_shift(seq, n_keep, n_discard),
+                 "KV cache: shift(" + std::to_string(n_keep) + ", " + std::to_string(n_discard) + ") of a sequence of " +
+                     std::to_string(seq_(seq).length) + " moves shared rows or needs ring entries already overwritten");
+  const int32_t len = seq_(seq).length, new_len = len - n_discard;
+  // Move entries down in chunks of n_discard: a chunk's destination was read by earlier chunks
+  // (or was discarded), so no chunk overwrites a row it still has to read.
+  std::vector<int32_t> src, dst;
+  for (int32_t first = n_keep + n_discard; first < len; first += n_discard) {
+    src.clear();
+    dst.clear();
+    for (int32_t i = first; i < std::min(len, first + n_discard); ++i) {
+      src.push_back(slot(seq, i));
+      dst.push_back(slot(seq, i - n_discard));
+    }
+    copy_rows(Storage::kFull, src, dst);
+  }
+  // Rings: the kept tail within the window of the new end goes to the staging rows first.
+  const int32_t first_moved = std::max(n_keep, new_len - window_ + 1);
+  std::vector<int32_t> staged, ring_rows;
+  for (int32_t i = first_moved; ring_blocks_ > 0 && i < new_len; ++i) {
+    ring_rows.push_back(ring_slot(seq, i + n_discard));
+    staged.push_back(ring_staging_ * block_size_ + (i - first_moved));
+  }
+  copy_rows(Storage::kRing, ring_rows, staged);
+
+  Sequence& s = seq_(seq);
+  drop_blocks(s, new_len);  // the state stays: it describes the (kept) end of the sequence
+  s.snapshots.clear();
+  std::vector<int32_t> moved;
+  for (int32_t i = n_keep; i < new_len; ++i) moved.push_back(slot(seq, i));
+  rerotate_rows(Storage::kFull, moved, -n_discard);
+  if (ring_blocks_ == 0) return;
+  ring_rows.clear();
+  for (int32_t i = first_moved; i < new_len; ++i) ring_rows.push_back(ring_slot(seq, i));
+  copy_rows(Storage::kRing, staged, ring_rows);
+  rerotate_rows(Storage::kRing, ring_rows, -n_discard);
+  s.ring_valid = std::max(0, new_len - window_ + 1);
+}
+
+}  // namespace cera::runtime
