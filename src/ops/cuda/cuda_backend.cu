@@ -188,6 +188,28 @@ class CudaBackend final : public Backend {
     cuda::kv_rerotate(ctx_, layer, slots, delta, head_dim, params);
   }
 
+  // --- optional verbs: all on the device, recorded into graphs like the dense verbs ---
+  bool supports(Feature f) const override { return f == Feature::kShortConv || f == Feature::kMoe; }
+  void short_conv(const TensorView& out, const TensorView& bcx, const TensorView& kernel,
+                  const TensorView& state) override {
+    runner_->run({.verb = Verb::kShortConv, .out = out, .a = bcx, .b = kernel, .c = state});
+  }
+  void moe_route(const TensorView& ids, const TensorView& weights, const TensorView& logits,
+                 const RouterParams& params) override {
+    Call c{.verb = Verb::kMoeRoute, .out = ids, .a = weights, .b = logits};
+    c.router = params;
+    c.router.selection_bias = nullptr;  // the view travels by value in c: the pointer dies with the call
+    if (params.selection_bias != nullptr) c.c = *params.selection_bias;
+    runner_->run(c);
+  }
+  void matmul_experts(const TensorView& out, const TensorView& experts, const TensorView& x,
+                      const TensorView& ids) override {
+    runner_->run({.verb = Verb::kMatmulExperts, .out = out, .a = experts, .b = x, .c = ids});
+  }
+  void moe_combine(const TensorView& out, const TensorView& expert_out, const TensorView& weights) override {
+    runner_->run({.verb = Verb::kMoeCombine, .out = out, .a = expert_out, .b = weights});
+  }
+
  private:
   CudaContext ctx_;
   std::shared_ptr<GraphRunner> runner_;  // shared with the Buffers (weakly), which flush it

@@ -45,6 +45,7 @@ enum class ScratchKind : uint8_t {
   kGemmWeight,  // a weight dequantized to f16 for the cuBLAS path
   kGemmX,       // activations converted to f16/bf16 for the cuBLAS path
   kAttnPartial, // per-split partial softmax results of attention
+  kMoeGroups,   // matmul_experts' rows grouped by expert (prompt batches)
   kCount,
 };
 

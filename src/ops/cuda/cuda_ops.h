@@ -1,6 +1,6 @@
 // The op entries of the CUDA backend, one group per file: matmul.cu + gemv.cu + gemm.cu (matmul),
-// embed.cu, elementwise.cu, rope_kv.cu, attention.cu. Each validates its views once, then calls
-// its launcher. Internal to src/ops/cuda.
+// embed.cu, elementwise.cu, rope_kv.cu, attention.cu, and the optional verbs at the end. Each
+// validates its views once, then calls its launcher. Internal to src/ops/cuda.
 #pragma once
 
 #include <span>
@@ -32,10 +32,15 @@ struct ActQ8 {
   float2* ds;
 };
 ActQ8 act_q8_scratch(CudaContext& ctx, int64_t n_tokens, int64_t n_in);
+// x's rows quantized into the kActQ8 scratch (Q8_0 for act_block 32, Q8_K for 256), unless the
+// cache says they already are; in record mode the scratch is sized and nothing is launched.
+ActQ8 quantize_activations(CudaContext& ctx, const TensorView& x, int64_t act_block);
 // Does gemv() read Q8_0 activations (32-element weight blocks) for this weight and batch?
 bool gemv_takes_q8_0(const TensorView& weight, int64_t n_tokens);
 void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias);
+// Called after a verb wrote `out`: drops the quantized-activation cache if out overlaps its input.
+void forget_overwritten_activations(CudaContext& ctx, const TensorView& out);
 // out[n, rows] += bias[n] broadcast over rows.
 void add_bias(CudaContext& ctx, const TensorView& out, const float* bias);
 
@@ -58,5 +63,15 @@ void kv_rerotate(CudaContext& ctx, const KvLayer& layer, std::span<const int32_t
 
 void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, const KvLayer& layer,
                const AttentionBatch& batch, const AttentionParams& params);
+
+// Optional verbs (Feature::kShortConv, Feature::kMoe): short_conv.cu, moe.cu, expert_matmul.cu.
+void short_conv(CudaContext& ctx, const TensorView& out, const TensorView& bcx, const TensorView& kernel,
+                const TensorView& state);
+void moe_route(CudaContext& ctx, const TensorView& ids, const TensorView& weights, const TensorView& logits,
+               const RouterParams& params);
+// Decode batches (<= kGemvMaxTokens tokens) are one launch; larger ones two (grouping, products).
+void matmul_experts(CudaContext& ctx, const TensorView& out, const TensorView& experts, const TensorView& x,
+                    const TensorView& ids);
+void moe_combine(CudaContext& ctx, const TensorView& out, const TensorView& expert_out, const TensorView& weights);
 
 }  // namespace cera::ops::cuda

@@ -129,6 +129,30 @@ ActQ8 act_q8_scratch(CudaContext& ctx, int64_t n_tokens, int64_t n_in) {
   return {q, reinterpret_cast<float2*>(q + ((n_tokens * n_in + 255) & ~int64_t{255}))};
 }
 
+ActQ8 quantize_activations(CudaContext& ctx, const TensorView& x, int64_t act_block) {
+  const int64_t n_in = x.cols(), n_rows = x.rows();
+  const ActQ8 a = act_q8_scratch(ctx, n_rows, n_in);
+  if (!ctx.launching()) return a;
+  QuantActCache& cache = ctx.act_cache();
+  // Q/K/V (and gate/up) quantize their shared input once: 2 of 3 (1 of 2) launches saved.
+  if (cache.matches(x.data, x.stride(), n_in, n_rows, act_block)) return a;
+  constexpr int64_t kMaxGridRows = 32768;  // gridDim.y limit is 65535
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxGridRows) {
+    const int64_t rows = std::min(kMaxGridRows, n_rows - r0);
+    QuantizeActParams qp{reinterpret_cast<const float*>(x.row(r0)), x.stride() / 4, a.q + r0 * n_in,
+                         a.ds + r0 * (n_in / 32), n_in};
+    const dim3 grid(ceil_div(n_in / act_block, 8), unsigned(rows));
+    if (act_block == 32) {
+      quantize_q8_0_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+    } else {
+      quantize_q8_k_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+    }
+    CERA_CUDA_LAUNCHED();
+  }
+  cache = {x.data, x.stride(), n_in, n_rows, act_block};
+  return a;
+}
+
 bool gemv_takes_q8_0(const TensorView& weight, int64_t n_tokens) {
   return n_tokens <= kGemvMaxTokens && dtype_block_size(weight.dtype) == 32;
 }
@@ -176,24 +200,9 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
   }
   if (!plain) {
     p.units_per_row = n_in / (dtype_block_size(t) == 32 ? 32 : 64);
-    const auto [q, ds] = act_q8_scratch(ctx, n_tokens, n_in);
-    if (!ctx.launching()) return;
-    const int64_t act_block = dtype_block_size(t) == 32 ? 32 : 256;
-    QuantActCache& cache = ctx.act_cache();
-    // Q/K/V (and gate/up) quantize their shared input once: 2 of 3 (1 of 2) launches saved.
-    if (!cache.matches(x.data, x.stride(), n_in, n_tokens, act_block)) {
-      QuantizeActParams qp{reinterpret_cast<const float*>(x.data), x.stride() / 4, q, ds, n_in};
-      const dim3 grid(ceil_div(n_in / act_block, 8), unsigned(n_tokens));
-      if (act_block == 32) {
-        quantize_q8_0_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
-      } else {
-        quantize_q8_k_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
-      }
-      CERA_CUDA_LAUNCHED();
-      cache = {x.data, x.stride(), n_in, n_tokens, act_block};
-    }
-    p.xq = q;
-    p.xds = ds;
+    const ActQ8 a = quantize_activations(ctx, x, dtype_block_size(t) == 32 ? 32 : 256);
+    p.xq = a.q;
+    p.xds = a.ds;
   }
   if (!ctx.launching()) return;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokensPass) {

@@ -61,23 +61,20 @@ __device__ __forceinline__ void store_rows(const GemvPart& p, int64_t row, float
   }
 }
 
+// One weight row (its units base .. base + nu) dotted with B activation rows: per-lane partial
+// sums in acc (the caller reduces the warp). Shared by the dense GEMV below and the expert GEMV
+// (expert_matmul.cu), which picks its rows and activations on the device.
 // kUnroll: units in flight per lane (the default is production's; the bench also times 8).
 template <DType T, int B, int kUnroll = Unit<T>::kElems == 32 ? 4 : 2>
-__global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_constant__ GemvParams p) {
+__device__ __forceinline__ void q_row_dot(const QWeight& w, int64_t base, int64_t nu, const ActRow (&x)[B],
+                                          float (&acc)[B]) {
   using U = Unit<T>;
   const int lane = threadIdx.x & 31;
-  const GemvPart& P = part_of(p);
-  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
-  if (row >= P.n_out) return;
-  const int64_t nu = p.units_per_row, base = row * nu;
-  ActRow x[B];
-  for (int t = 0; t < B; ++t) x[t] = {p.xq + t * p.n_in, p.xds + t * (p.n_in / 32)};
-  float acc[B] = {};
   int64_t u = lane;
   for (; u + 32 * (kUnroll - 1) < nu; u += 32 * kUnroll) {
     typename U::Raw r[kUnroll];
 #pragma unroll
-    for (int k = 0; k < kUnroll; ++k) r[k] = U::load(P.w, base + u + 32 * k);
+    for (int k = 0; k < kUnroll; ++k) r[k] = U::load(w, base + u + 32 * k);
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
 #pragma unroll
@@ -90,7 +87,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_consta
     typename U::Raw r[kUnroll];
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
-      if (u + 32 * k < nu) r[k] = U::load(P.w, base + u + 32 * k);
+      if (u + 32 * k < nu) r[k] = U::load(w, base + u + 32 * k);
     }
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
@@ -100,6 +97,18 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_consta
       }
     }
   }
+}
+
+template <DType T, int B, int kUnroll = Unit<T>::kElems == 32 ? 4 : 2>
+__global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_constant__ GemvParams p) {
+  const GemvPart& P = part_of(p);
+  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
+  if (row >= P.n_out) return;
+  const int64_t nu = p.units_per_row;
+  ActRow x[B];
+  for (int t = 0; t < B; ++t) x[t] = {p.xq + t * p.n_in, p.xds + t * (p.n_in / 32)};
+  float acc[B] = {};
+  q_row_dot<T, B, kUnroll>(P.w, row * nu, nu, x, acc);
   store_rows<B>(P, row, acc);
 }
 
@@ -130,35 +139,43 @@ __device__ __forceinline__ void load_plain(const uint8_t* row, int64_t i, float 
   }
 }
 
+// One plain weight row (n_in elements at wrow) dotted with B float activation rows (16-byte
+// aligned when kVec > 1): per-lane partial sums, as q_row_dot.
 template <DType T, int B, int kVec>
-__global__ void __launch_bounds__(kWarps * 32) gemv_f_kernel(const __grid_constant__ GemvParams p) {
+__device__ __forceinline__ void f_row_dot(const uint8_t* wrow, int64_t n_in, const float* const (&x)[B],
+                                          float (&acc)[B]) {
   const int lane = threadIdx.x & 31;
-  const GemvPart& P = part_of(p);
-  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
-  if (row >= P.n_out) return;
-  const uint8_t* wrow = P.w.r0 + row * P.w.row_stride;
-  const int64_t nu = p.n_in / kVec;
-  float acc[B] = {};
+  const int64_t nu = n_in / kVec;
 #pragma unroll 4  // 4 independent 16-byte weight loads in flight per lane
   for (int64_t u = lane; u < nu; u += 32) {
     float w[kVec];
     load_plain<T, kVec>(wrow, u, w);
 #pragma unroll
     for (int t = 0; t < B; ++t) {
-      const float* x = p.xf + t * p.xf_stride + u * kVec;
+      const float* xt = x[t] + u * kVec;
       if constexpr (kVec == 1) {
-        acc[t] += w[0] * __ldg(x);
+        acc[t] += w[0] * __ldg(xt);
       } else {
 #pragma unroll
         for (int k = 0; k < kVec; k += 4) {
-          const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
+          const float4 v = __ldg(reinterpret_cast<const float4*>(xt + k));
           acc[t] += w[k] * v.x + w[k + 1] * v.y + w[k + 2] * v.z + w[k + 3] * v.w;
         }
       }
     }
   }
-  store_rows<B>(P, row, acc);
 }
 
+template <DType T, int B, int kVec>
+__global__ void __launch_bounds__(kWarps * 32) gemv_f_kernel(const __grid_constant__ GemvParams p) {
+  const GemvPart& P = part_of(p);
+  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
+  if (row >= P.n_out) return;
+  const float* x[B];
+  for (int t = 0; t < B; ++t) x[t] = p.xf + t * p.xf_stride;
+  float acc[B] = {};
+  f_row_dot<T, B, kVec>(P.w.r0 + row * P.w.row_stride, p.n_in, x, acc);
+  store_rows<B>(P, row, acc);
+}
 
 }  // namespace cera::ops::cuda::gemv_detail

@@ -79,14 +79,23 @@ void write_call(SigWriter& w, const Call& c, const std::byte* arena) {
       w.put(c.i[3].size(), true);
       for (const auto& a : c.i) w.array(a, arena);
       break;
+    case Verb::kShortConv: w.view(c.out); w.view(c.a); w.view(c.b); w.view(c.c); break;
+    case Verb::kMoeRoute:
+      w.view(c.out); w.view(c.a); w.view(c.b); w.view(c.c);
+      w.put(uint64_t(uint32_t(c.router.n_expert_used)) | uint64_t(c.router.gating) << 32 |
+                uint64_t(c.router.normalize) << 40, true);
+      w.f32(c.router.scale);
+      break;
+    case Verb::kMatmulExperts: w.view(c.out); w.view(c.a); w.view(c.b); w.view(c.c); break;
+    case Verb::kMoeCombine: w.view(c.out); w.view(c.a); w.view(c.b); break;
   }
 }
 
 }  // namespace
 
 void execute(CudaContext& ctx, const Call& c) {
-  // Only a matmul leaves the quantized-activation cache valid (it checks its own output).
-  if (c.verb != Verb::kMatmul) ctx.act_cache() = {};
+  // Only the matmuls leave the quantized-activation cache valid (they check their own output).
+  if (c.verb != Verb::kMatmul && c.verb != Verb::kMatmulExperts) ctx.act_cache() = {};
   switch (c.verb) {
     case Verb::kEmbed: embed(ctx, c.out, c.a, c.i[0], c.f); break;
     case Verb::kMatmul: matmul(ctx, c.out, c.a, c.b, c.c.data != nullptr ? &c.c : nullptr); break;
@@ -99,6 +108,15 @@ void execute(CudaContext& ctx, const Call& c) {
     case Verb::kAttention:
       attention(ctx, c.out, c.a, c.layer, AttentionBatch{c.i[0], c.i[1], c.i[2], c.i[3]}, c.attn);
       break;
+    case Verb::kShortConv: short_conv(ctx, c.out, c.a, c.b, c.c); break;
+    case Verb::kMoeRoute: {
+      RouterParams r = c.router;
+      r.selection_bias = c.c.data != nullptr ? &c.c : nullptr;
+      moe_route(ctx, c.out, c.a, c.b, r);
+      break;
+    }
+    case Verb::kMatmulExperts: matmul_experts(ctx, c.out, c.a, c.b, c.c); break;
+    case Verb::kMoeCombine: moe_combine(ctx, c.out, c.a, c.b); break;
   }
 }
 
@@ -129,6 +147,8 @@ bool GraphRunner::recordable(const Call& c) const {
   // cuBLAS-sized batches run eagerly: they are GPU-bound and cuBLAS may allocate.
   if (c.verb == Verb::kMatmul) return c.b.rows() <= kGemvMaxTokens;
   if (c.verb == Verb::kEmbed) return int64_t(c.i[0].size()) <= kGemvMaxTokens;
+  // Prompt batches group their rows by expert first; they run eagerly like the large matmuls.
+  if (c.verb == Verb::kMatmulExperts) return c.c.rows() <= kGemvMaxTokens;
   return true;
 }
 

@@ -21,7 +21,10 @@
 
 namespace cera::ops::cuda {
 
-enum class Verb : uint8_t { kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention };
+enum class Verb : uint8_t {
+  kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention,
+  kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine,
+};
 
 // One verb call with its arguments by value. Views by verb: embed (out, a = table); matmul (out,
 // a = weight, b = x, c = bias or null data); rms_norm (out, a = x, b = weight); rope (out = x);
@@ -29,6 +32,9 @@ enum class Verb : uint8_t { kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, 
 // kv_store (a = k, b = v); attention (out, a = q). Host arrays: embed tokens = i[0]; rope
 // positions = i[0] (freq_factors in rope); kv_store slots = i[0]; attention positions, token_seq,
 // block_tables, table_offset = i[0..3].
+// Optional verbs: short_conv (out, a = bcx, b = kernel, c = state); moe_route (out = ids,
+// a = weights, b = logits, c = selection bias or null data, router without its bias pointer);
+// matmul_experts (out, a = experts, b = x, c = ids); moe_combine (out, a = expert_out, b = weights).
 struct Call {
   Verb verb = Verb::kScale;
   TensorView out, a, b, c;
@@ -37,6 +43,7 @@ struct Call {
   Activation act = Activation::kSilu;
   RopeParams rope;
   AttentionParams attn;
+  RouterParams router;
   std::span<const int32_t> i[4];
 };
 

@@ -154,9 +154,13 @@ void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
   } else {
     gemm(ctx, out, weight, x, bias);
   }
+  forget_overwritten_activations(ctx, out);
+}
+
+void forget_overwritten_activations(CudaContext& ctx, const TensorView& out) {
   // Writing over the input makes its cached quantization stale.
   const QuantActCache& c = ctx.act_cache();
-  if (c.x != nullptr) {
+  if (c.x != nullptr && out.rows() > 0) {
     const auto* o0 = out.data;
     const auto* o1 = out.data + out.stride() * (out.rows() - 1) + out.row_bytes();
     const auto* x0 = static_cast<const std::byte*>(c.x);
