@@ -1,10 +1,24 @@
 // Oracle 3 of TESTING.md: tiny random models built with transformers (tools/parity), converted by
 // cera's HF converter to F32 GGUF, must give transformers' float32 logits at every position:
 // max |delta| / max |logit| < 1e-4 and the same argmax. logits_gguf.bin (transformers running the
-// same GGUF through its own loader) must agree too, which checks the file conventions.
+// same GGUF through its own loader) must agree too, which checks the file conventions. Each
+// sequence runs twice: as one prompt batch, and one token at a time (the decode path: CUDA
+// graphs, the recurrent state carried step by step).
+//
+// The device comes from CERA_TEST_DEVICE: cpu (default) or cuda. Asking for cuda in a build
+// without the CUDA backend or on a machine without a GPU FAILS (the engine's load error is
+// reported), it never skips. Tolerance per device, on max |delta| / max |logit|, argmax always
+// identical:
+//  - cpu: 1e-4 (float32 weights and math, the reference's own precision);
+//  - cuda: 1e-4 as well: the fixtures' weights are F32, for which the CUDA backend does float32
+//    math throughout (GEMV with float activations up to 16 tokens, which covers every fixture
+//    sequence; SGEMM without TF32 above; a float32 KV cache), so only summation order and the
+//    device's expf/tanhf differ, orders of magnitude below the bound. The f16 cuBLAS and int8
+//    paths of quantized weights are not in play here; test_ops_cuda bounds those per verb.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "api/engine.h"
 #include "convert/hf_convert.h"
@@ -36,6 +50,28 @@ Comparison compare(std::span<const float> got, std::span<const float> want, uint
   return {max_delta / max_ref, mismatches};
 }
 
+struct TestDevice {
+  api::DeviceChoice choice = api::DeviceChoice::kCpu;
+  std::string name = "cpu";
+  float tolerance = 1e-4f;  // max |delta| / max |logit| (see the header)
+  std::string error;        // a bad CERA_TEST_DEVICE value
+};
+
+TestDevice test_device() {
+  TestDevice d;
+  const char* env = std::getenv("CERA_TEST_DEVICE");
+  if (env == nullptr || env[0] == '\0') return d;
+  d.name = env;
+  const auto choice = api::device_choice_from_name(env);
+  if (!choice || *choice == api::DeviceChoice::kAuto) {
+    d.error = "CERA_TEST_DEVICE='" + d.name + "': expected cpu or cuda";
+    return d;
+  }
+  d.choice = *choice;
+  d.tolerance = 1e-4f;  // cpu and cuda alike: F32 weights, float32 math on both
+  return d;
+}
+
 class Parity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Parity, LogitsMatchTransformers) {
@@ -43,8 +79,10 @@ TEST_P(Parity, LogitsMatchTransformers) {
   const auto gguf = test::temp_dir() / (name + "-f32.gguf");
   auto converted = convert::convert_hf({.dir = test::parity_fixture_dir(name), .output = gguf, .type = DType::kF32});
   ASSERT_TRUE(converted.ok()) << converted.status().to_string();
-  auto engine = api::Engine::load({.model_path = gguf, .device = api::DeviceChoice::kCpu});
-  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const TestDevice device = test_device();
+  ASSERT_TRUE(device.error.empty()) << device.error;
+  auto engine = api::Engine::load({.model_path = gguf, .device = device.choice});
+  ASSERT_TRUE(engine.ok()) << "CERA_TEST_DEVICE=" << device.name << ": " << engine.status().to_string();
   for (const char* reference : {"logits.bin", "logits_gguf.bin"}) {
     const auto path = test::parity_fixture_dir(name) / reference;
     if (std::string(reference) == "logits_gguf.bin" && !test::has_gguf_reference(name)) continue;
@@ -55,11 +93,24 @@ TEST_P(Parity, LogitsMatchTransformers) {
       auto session = (*engine)->new_session({.n_ctx = 256});
       ASSERT_TRUE(session.ok());
       ASSERT_TRUE((*session)->append_tokens(seq.tokens, /*all_logits=*/true).ok());
-      const Comparison c = compare((*session)->all_logits(), seq.logits, expected->n_vocab);
-      EXPECT_LT(c.rel, 1e-4f) << name << " vs " << reference << ", " << seq.tokens.size() << " tokens";
-      EXPECT_EQ(c.argmax_mismatches, 0) << name << " vs " << reference;
-      std::printf("parity %-12s %-16s %3zu tokens: max|delta|/max|logit| = %.2e, argmax mismatches %d\n",
-                  name.c_str(), reference, seq.tokens.size(), c.rel, c.argmax_mismatches);
+      const std::vector<float> batch((*session)->all_logits().begin(), (*session)->all_logits().end());
+      auto stepper = (*engine)->new_session({.n_ctx = 256});
+      ASSERT_TRUE(stepper.ok());
+      std::vector<float> steps;
+      for (int32_t token : seq.tokens) {
+        ASSERT_TRUE((*stepper)->append_tokens(std::span(&token, 1)).ok());
+        const std::span<const float> last = (*stepper)->last_logits();
+        steps.insert(steps.end(), last.begin(), last.end());
+      }
+      for (const auto& [mode, got] : {std::pair<const char*, const std::vector<float>&>{"batch", batch},
+                                      std::pair<const char*, const std::vector<float>&>{"step", steps}}) {
+        const Comparison c = compare(got, seq.logits, expected->n_vocab);
+        EXPECT_LT(c.rel, device.tolerance)
+            << name << " on " << device.name << " (" << mode << ") vs " << reference << ", " << seq.tokens.size() << " tokens";
+        EXPECT_EQ(c.argmax_mismatches, 0) << name << " on " << device.name << " (" << mode << ") vs " << reference;
+        std::printf("parity %-4s %-12s %-16s %-5s %3zu tokens: max|delta|/max|logit| = %.2e, argmax mismatches %d\n",
+                    device.name.c_str(), name.c_str(), reference, mode, seq.tokens.size(), c.rel, c.argmax_mismatches);
+      }
     }
   }
 }
