@@ -3,10 +3,13 @@
 // of a sequence), GQA groups of 1, 4 and 9 (more than one group chunk), head_dim 8..256, block
 // sizes 16 and 7, softcap and sliding window; kv_store / kv_copy (exact) and kv_rerotate (1e-5).
 // Attention tolerance 1e-4 on ‖gpu − cpu‖₂ / ‖cpu‖₂: float32 on both sides, with __expf and a
-// different merge order on the GPU.
+// different merge order on the GPU. Every check runs with F32 and with F16 cache rows; both
+// backends read the same fp16 bits (kv_store's rounding is compared bit for bit), so the F16
+// tolerance is the F32 one.
 #include <algorithm>
 #include <numeric>
 
+#include "core/half.h"
 #include "cuda_test_util.h"
 
 namespace cera::ops::test {
@@ -16,14 +19,41 @@ struct Cache {
   Tensor k, v;
   KvLayer layer;
 };
+// A cache row tensor of type t (F32, or F16 holding float_to_half of the values).
+Tensor make_rows(Backend& b, DType t, std::array<int64_t, 4> ne, const std::vector<float>& values) {
+  if (t == DType::kF32) return make_tensor(b, ne, values);
+  CERA_CHECK(t == DType::kF16);
+  std::vector<uint16_t> h(values.size());
+  for (size_t i = 0; i < h.size(); ++i) h[i] = float_to_half(values[i]);
+  Tensor out;
+  auto buf = b.allocate(h.size() * sizeof(uint16_t));
+  CERA_CHECK(buf.ok());
+  out.buffer = std::move(buf).value();
+  out.view = out.buffer->view(DType::kF16, ne, b.device());
+  CERA_CHECK(out.view.n_elements() == static_cast<int64_t>(h.size()));
+  b.upload(out.view, h.data());
+  return out;
+}
+// The rows as float; F16 rows also as their bits (for exact comparisons).
+std::vector<float> read_rows(Backend& b, const TensorView& v, std::vector<uint16_t>* bits = nullptr) {
+  if (v.dtype == DType::kF32) return read_tensor(b, v);
+  std::vector<uint16_t> h(static_cast<size_t>(v.n_elements()));
+  b.download(h.data(), v);
+  std::vector<float> out(h.size());
+  for (size_t i = 0; i < h.size(); ++i) out[i] = half_to_float(h[i]);
+  if (bits != nullptr) *bits = std::move(h);
+  return out;
+}
 Cache make_cache(Backend& b, int64_t width, int64_t n_slots, int32_t block_size, const std::vector<float>& k,
-                 const std::vector<float>& v) {
+                 const std::vector<float>& v, DType kv_type = DType::kF32) {
   Cache c;
-  c.k = make_tensor(b, {width, n_slots, 1, 1}, k);
-  c.v = make_tensor(b, {width, n_slots, 1, 1}, v);
+  c.k = make_rows(b, kv_type, {width, n_slots, 1, 1}, k);
+  c.v = make_rows(b, kv_type, {width, n_slots, 1, 1}, v);
   c.layer = {c.k.view, c.v.view, block_size};
   return c;
 }
+const char* dtype_label(DType t) { return t == DType::kF16 ? "F16" : "F32"; }
+constexpr DType kKvTypes[] = {DType::kF32, DType::kF16};
 
 struct Case {
   int32_t n_head_kv, n_group, head_dim, block_size;
@@ -33,7 +63,7 @@ struct Case {
   int32_t window = 0;
 };
 
-void check_attention(const Case& c, std::mt19937& rng) {
+void check_attention(const Case& c, std::mt19937& rng, DType kv_type) {
   Backends& be = backends();
   const int32_t n_head = c.n_head_kv * c.n_group, width = c.n_head_kv * c.head_dim;
   std::vector<int32_t> offsets = {0}, tables;
@@ -65,7 +95,7 @@ void check_attention(const Case& c, std::mt19937& rng) {
   std::vector<float> got[2];
   Backend* list[2] = {be.cuda.get(), be.cpu.get()};
   for (int i = 0; i < 2; ++i) {
-    Cache cache = make_cache(*list[i], width, n_slots, c.block_size, k, v);
+    Cache cache = make_cache(*list[i], width, n_slots, c.block_size, k, v, kv_type);
     Tensor qt = make_tensor(*list[i], {c.head_dim, n_head, n_tokens, 1}, q);
     Tensor out = make_tensor(*list[i], {int64_t(n_head) * c.head_dim, n_tokens, 1, 1}, std::vector<float>(q.size()));
     poison(*list[i], out.view);
@@ -73,9 +103,10 @@ void check_attention(const Case& c, std::mt19937& rng) {
     got[i] = read_tensor(*list[i], out.view);
   }
   CERA_EXPECT_CLOSE(got[0], got[1], 1e-4,
-                    "attention kv_heads=" + std::to_string(c.n_head_kv) + " group=" + std::to_string(c.n_group) +
+                    std::string("attention ") + dtype_label(kv_type) + " kv_heads=" + std::to_string(c.n_head_kv) + " group=" + std::to_string(c.n_group) +
                         " head_dim=" + std::to_string(c.head_dim) + " tokens=" + std::to_string(n_tokens) +
-                        " len0=" + std::to_string(c.seq_len[0]));
+                        " len0=" + std::to_string(c.seq_len[0]) + " softcap=" + std::to_string(c.softcap) +
+                        " window=" + std::to_string(c.window));
 }
 
 TEST(CudaAttention, DecodeAndPrefillSweep) {
@@ -85,10 +116,12 @@ TEST(CudaAttention, DecodeAndPrefillSweep) {
   for (int32_t head_dim : head_dims) {
     for (int32_t group : {1, 4, 9}) {
       for (int32_t block_size : {16, 7}) {
-        check_attention({2, group, head_dim, block_size, {1}, 1}, rng);                  // first token
-        check_attention({2, group, head_dim, block_size, {300, 33, 2049}, 1}, rng);      // decode, split
-        check_attention({2, group, head_dim, block_size, {45}, 45}, rng);                // whole prompt
-        check_attention({1, group, head_dim, block_size, {130, 70}, 19}, rng);           // chunked prefill
+        for (DType t : kKvTypes) {
+          check_attention({2, group, head_dim, block_size, {1}, 1}, rng, t);              // first token
+          check_attention({2, group, head_dim, block_size, {300, 33, 2049}, 1}, rng, t);  // decode, split
+          check_attention({2, group, head_dim, block_size, {45}, 45}, rng, t);            // whole prompt
+          check_attention({1, group, head_dim, block_size, {130, 70}, 19}, rng, t);       // chunked prefill
+        }
       }
     }
   }
@@ -97,17 +130,46 @@ TEST(CudaAttention, DecodeAndPrefillSweep) {
 TEST(CudaAttention, SoftcapAndSlidingWindow) {
   CERA_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(12);
-  for (int32_t head_dim : {64, 256}) {
-    check_attention({2, 4, head_dim, 16, {500}, 1, 50.0f, 0}, rng);
-    check_attention({2, 4, head_dim, 16, {700, 40}, 1, 0.0f, 128}, rng);
-    check_attention({2, 2, head_dim, 16, {300}, 37, 30.0f, 64}, rng);
+  for (int32_t head_dim : {64, 128, 256}) {
+    for (DType t : kKvTypes) {
+      check_attention({2, 4, head_dim, 16, {500}, 1, 50.0f, 0}, rng, t);
+      check_attention({2, 4, head_dim, 16, {700, 40}, 1, 0.0f, 128}, rng, t);
+      check_attention({2, 2, head_dim, 16, {300}, 37, 30.0f, 64}, rng, t);
+    }
   }
 }
 
-TEST(CudaKv, StoreCopyRerotate) {
+// F16 rows whose head_dim is not a multiple of 8 (scalar loads: no vector alignment) and long
+// decode contexts at the 8B shape's head_dim (4096 entries, the split path with 64 splits).
+TEST(CudaAttention, F16UnalignedAndLongDecode) {
   CERA_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(14);
+  for (int32_t head_dim : {20, 36, 100}) {
+    check_attention({2, 4, head_dim, 16, {333, 5}, 1}, rng, DType::kF16);
+    check_attention({1, 3, head_dim, 7, {90}, 30}, rng, DType::kF16);
+  }
+  check_attention({8, 4, 128, 16, {4096}, 1}, rng, DType::kF16);
+  check_attention({8, 4, 64, 16, {4096, 1000}, 1}, rng, DType::kF16);
+}
+
+TEST(CudaAttention, RejectsMixedCacheTypes) {
+  CERA_SKIP_WITHOUT_CUDA();
+  Backend& b = *backends().cuda;
+  const std::vector<float> rows(64 * 16, 0.5f);
+  Tensor kf = make_rows(b, DType::kF32, {64, 16, 1, 1}, rows), vh = make_rows(b, DType::kF16, {64, 16, 1, 1}, rows);
+  Tensor q = make_tensor(b, {64, 1, 1, 1}, std::vector<float>(64, 0.5f));
+  Tensor out = make_tensor(b, {64, 1, 1, 1}, std::vector<float>(64));
+  const std::vector<int32_t> positions = {0}, token_seq = {0}, tables = {0}, offsets = {0, 1};
+  const KvLayer mixed{kf.view, vh.view, 16};
+  const AttentionParams p{.n_head = 1, .n_head_kv = 1, .head_dim = 64, .scale = 0.125f};
+  EXPECT_THROW(b.attention(out.view, q.view, mixed, {positions, token_seq, tables, offsets}, p), CheckFailure);
+  EXPECT_THROW(b.kv_store(mixed, q.view, q.view, std::vector<int32_t>{0}), CheckFailure);
+  EXPECT_THROW(b.kv_copy(mixed, std::vector<int32_t>{0}, std::vector<int32_t>{1}), CheckFailure);
+  b.synchronize();
+}
+
+void check_kv_moves(std::mt19937& rng, DType kv_type) {
   Backends& be = backends();
-  std::mt19937 rng(13);
   const int32_t head_dim = 64, n_head_kv = 3, width = head_dim * n_head_kv;
   const int64_t n_slots = 80;
   const auto k0 = random_floats(rng, size_t(n_slots * width)), v0 = random_floats(rng, size_t(n_slots * width));
@@ -119,22 +181,77 @@ TEST(CudaKv, StoreCopyRerotate) {
   const RopeParams rope{.kind = RopeKind::kNeox, .n_rot = 64, .freq_base = 10000.0f, .freq_scale = 1.0f,
                         .freq_factors = nullptr};
   std::vector<float> got_k[2], got_v[2];
+  std::vector<uint16_t> bits_k[2], bits_v[2];
   Backend* list[2] = {be.cuda.get(), be.cpu.get()};
   for (int i = 0; i < 2; ++i) {
     Backend& b = *list[i];
-    Cache c = make_cache(b, width, n_slots, 16, k0, v0);
+    Cache c = make_cache(b, width, n_slots, 16, k0, v0, kv_type);
     Tensor kt = make_tensor(b, {width, n, 1, 1}, kn), vt = make_tensor(b, {width, n, 1, 1}, vn);
     b.kv_store(c.layer, kt.view, vt.view, slots);
     b.kv_copy(c.layer, src, dst);
-    got_k[i] = read_tensor(b, c.k.view);
-    got_v[i] = read_tensor(b, c.v.view);
+    got_k[i] = read_rows(b, c.k.view, &bits_k[i]);
+    got_v[i] = read_rows(b, c.v.view, &bits_v[i]);
     EXPECT_EQ(got_k[i].size(), k0.size());
     b.kv_rerotate(c.layer, rot, -17, head_dim, rope);
-    const auto rk = read_tensor(b, c.k.view);
-    if (i == 1) CERA_EXPECT_CLOSE(got_k[0], rk, 1e-5, "kv_rerotate");
+    const auto rk = read_rows(b, c.k.view);
+    if (i == 1) {
+      CERA_EXPECT_CLOSE(got_k[0], rk, kv_type == DType::kF16 ? 1e-3 : 1e-5,
+                        std::string("kv_rerotate ") + dtype_label(kv_type));
+    }
     got_k[i] = rk;
   }
-  EXPECT_EQ(got_v[0], got_v[1]);  // store + copy are exact moves
+  EXPECT_EQ(got_v[0], got_v[1]) << dtype_label(kv_type);  // store + copy are exact moves
+  EXPECT_EQ(bits_k[0], bits_k[1]) << dtype_label(kv_type);
+  EXPECT_EQ(bits_v[0], bits_v[1]) << dtype_label(kv_type);
+}
+
+// rope(Q) ; rope(K) ; kv_store(K, V): graph replay fuses the three (fused.cu) and writes the
+// cache rows in the cache's type. Compared with the CPU backend's three verbs.
+void check_rope_store(std::mt19937& rng, DType kv_type) {
+  Backends& be = backends();
+  const int32_t head_dim = 128, n_head = 8, n_head_kv = 2, width = head_dim * n_head_kv;
+  const int64_t n_slots = 48, n_tok = 3;
+  const std::vector<int32_t> positions = {5, 900, 17}, slots = {40, 2, 33};
+  const RopeParams rope{.kind = RopeKind::kNorm, .n_rot = 128, .freq_base = 500000.0f, .freq_scale = 1.0f,
+                        .freq_factors = nullptr};
+  const auto k0 = random_floats(rng, size_t(n_slots * width)), v0 = random_floats(rng, size_t(n_slots * width));
+  const auto q = random_floats(rng, size_t(n_tok * n_head * head_dim), -2, 2);
+  const auto kn = random_floats(rng, size_t(n_tok * width), -2, 2), vn = random_floats(rng, size_t(n_tok * width));
+  std::vector<float> got_q[2], got_k[2], got_v[2];
+  std::vector<uint16_t> bits_v[2];
+  Backend* list[2] = {be.cuda.get(), be.cpu.get()};
+  for (int i = 0; i < 2; ++i) {
+    Backend& b = *list[i];
+    Cache c = make_cache(b, width, n_slots, 16, k0, v0, kv_type);
+    Tensor qt = make_tensor(b, {head_dim, n_head, n_tok, 1}, q), kt = make_tensor(b, {head_dim, n_head_kv, n_tok, 1}, kn);
+    Tensor vt = make_tensor(b, {width, n_tok, 1, 1}, vn);
+    b.rope(qt.view, positions, rope);
+    b.rope(kt.view, positions, rope);
+    b.kv_store(c.layer, kt.buffer->view(DType::kF32, {width, n_tok, 1, 1}, b.device()), vt.view, slots);
+    got_q[i] = read_tensor(b, qt.view);
+    got_k[i] = read_rows(b, c.k.view);
+    got_v[i] = read_rows(b, c.v.view, &bits_v[i]);
+  }
+  const std::string what = std::string("rope+kv_store ") + dtype_label(kv_type);
+  CERA_EXPECT_CLOSE(got_q[0], got_q[1], 1e-5, what + " q");
+  CERA_EXPECT_CLOSE(got_k[0], got_k[1], kv_type == DType::kF16 ? 1e-3 : 1e-5, what + " k");
+  EXPECT_EQ(got_v[0], got_v[1]) << what;
+  EXPECT_EQ(bits_v[0], bits_v[1]) << what;
+}
+
+// F16: kv_store and kv_copy must give the CPU's bits exactly (same rounding); kv_rerotate rounds
+// a float rotation, where the two backends' float results may differ by an ulp, so 1e-3.
+TEST(CudaKv, StoreCopyRerotate) {
+  CERA_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(13);
+  for (DType t : kKvTypes) check_kv_moves(rng, t);
+}
+
+TEST(CudaKv, RopeStoreFusionWritesF16Rows) {
+  CERA_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(15);
+  check_rope_store(rng, DType::kF16);
+  check_rope_store(rng, DType::kF32);
 }
 
 }  // namespace

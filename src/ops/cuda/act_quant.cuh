@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace cera::ops::cuda {
 
@@ -24,25 +25,40 @@ __device__ __forceinline__ void quantize_q8_0_lane(float v, int8_t* q, float2* d
   if (lane == 0) *ds = make_float2(__half2float(__float2half_rn(d)), float(sum));
 }
 
+// Element conversions of cache rows (F32 or F16; float -> half rounds to nearest even like the
+// CPU's float_to_half).
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+template <class T>
+__device__ __forceinline__ T from_float(float x) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(x);
+  } else {
+    return x;
+  }
+}
+
 // RoPE of one head in place: pair i (i < n_rot / 2) rotated by pos * scale * base^(-2i/n_rot)
-// (divided by factors[i]); angles in double like the CPU reference.
+// (divided by factors[i]); angles in double like the CPU reference. T: float, or __half (cache
+// rows of kv_rerotate: the pair is rotated in float and rounded back).
 struct RopeMath {
   const float* freq_factors;  // [n_rot / 2] or null
   int32_t n_rot;
   float freq_base, freq_scale;
   bool neox;
 };
-__device__ __forceinline__ void rope_head(const RopeMath& r, float* x, int32_t pos) {
+template <class T>
+__device__ __forceinline__ void rope_head(const RopeMath& r, T* x, int32_t pos) {
   const int half = r.n_rot / 2;
   const int stride = r.neox ? 1 : 2, partner = r.neox ? half : 1;
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
     double theta = double(pos) * r.freq_scale * pow(double(r.freq_base), -2.0 * double(i) / r.n_rot);
     if (r.freq_factors != nullptr) theta /= r.freq_factors[i];
     const float c = float(cos(theta)), s = float(sin(theta));
-    float* a = x + i * stride;
-    const float x0 = a[0], x1 = a[partner];
-    a[0] = x0 * c - x1 * s;
-    a[partner] = x0 * s + x1 * c;
+    T* a = x + i * stride;
+    const float x0 = to_float(a[0]), x1 = to_float(a[partner]);
+    a[0] = from_float<T>(x0 * c - x1 * s);
+    a[partner] = from_float<T>(x0 * s + x1 * c);
   }
 }
 

@@ -1,13 +1,19 @@
-// Attention over the paged float32 KV cache, for decode and prefill alike: one block of 4 warps
+// Attention over the paged KV cache (F32 or F16 rows), for decode and prefill alike: one block of 4 warps
 // per (kv head, group chunk of <= 8 query heads, token, context split). Each warp streams cache
 // entries (4 in flight), the group's query heads share every K/V row it loads, and the online
 // softmax state is merged across warps in shared memory. When (tokens x kv heads) cannot fill the
 // GPU (decode), the context is split and a second kernel merges the splits' partial results.
 // The split count depends on shapes only and each token derives its split length from its own
 // position on the device, so a decode step's launch parameters do not change with the position
-// and a captured graph replays unchanged (graph.h).
+// and a captured graph replays unchanged (graph.h). F16 rows: each lane loads its D halves in one
+// vector load (8 bytes at head_dim 128, 16 at 256), converts them in registers and accumulates in
+// float; twice as many entries are kept in flight per warp as for F32 rows, so a warp has as many
+// bytes in flight as with F32 while reading half of them.
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 #include "ops/cuda/cuda_ops.h"
 
@@ -27,9 +33,9 @@ struct HeadsView {
 
 struct AttnParams {
   HeadsView q, out;
-  const float* k;
-  const float* v;
-  int64_t k_stride, v_stride;  // floats per cache row
+  const void* k;  // cache rows of n_head_kv * head_dim elements of the kernel's type T
+  const void* v;
+  int64_t k_stride, v_stride;  // elements per cache row
   const int32_t* positions;
   const int32_t* token_seq;
   const int32_t* block_tables;
@@ -37,7 +43,7 @@ struct AttnParams {
   int32_t block_size, head_dim, n_head, n_group, n_chunks, window;
   float scale, softcap;
   int32_t n_split;
-  bool vec_rows;       // cache rows and head offsets 16-byte aligned: lanes load D floats at once
+  bool vec_rows;       // cache rows and head offsets aligned: lanes load D elements at once
   float* partial_acc;  // [n_tokens, n_head, n_split, head_dim]
   float2* partial_ml;  // [n_tokens, n_head, n_split] (max, sum)
 };
@@ -67,14 +73,49 @@ __device__ __forceinline__ void load_head(const float* r, int lane, int head_dim
   for (int d = 0; d < D; ++d) x[d] = lane * D + d < head_dim ? __ldg(r + lane * D + d) : 0.0f;
 }
 
+// The same for fp16 rows: D halves are one 16-, 8- or 4-byte load (vec: rows and head offsets
+// aligned to 8 halves), converted to float in registers.
+template <int D>
+__device__ __forceinline__ void load_head(const __half* r, int lane, int head_dim, bool vec, float (&x)[D]) {
+  if constexpr (D >= 2) {
+    if (vec && lane * D + D <= head_dim) {
+      static_assert(D == 2 || D == 4 || D == 8);
+      uint32_t w[D / 2];  // two halves per word, the lower element in the low bits
+      if constexpr (D == 8) {
+        const uint4 raw = __ldg(reinterpret_cast<const uint4*>(r + lane * D));
+        w[0] = raw.x; w[1] = raw.y; w[2] = raw.z; w[3] = raw.w;
+      } else if constexpr (D == 4) {
+        const uint2 raw = __ldg(reinterpret_cast<const uint2*>(r + lane * D));
+        w[0] = raw.x; w[1] = raw.y;
+      } else {
+        w[0] = __ldg(reinterpret_cast<const unsigned int*>(r + lane * D));
+      }
+#pragma unroll
+      for (int d = 0; d < D; d += 2) {
+        x[d] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[d / 2] & 0xffffu)));
+        x[d + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[d / 2] >> 16)));
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int d = 0; d < D; ++d) x[d] = lane * D + d < head_dim ? __half2float(__ldg(r + lane * D + d)) : 0.0f;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
 
-template <int D>
+// T: the cache element (float or __half). D: elements of a head per lane (head_dim <= 32 D).
+template <class T, int D>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid_constant__ AttnParams p) {
-  constexpr int kE = D >= 8 ? 2 : 4;  // entries in flight per warp (K and V: 2 kE row loads)
+  // Entries in flight per warp (K and V: 2 kE row loads). F16 rows keep twice as many in flight
+  // (same bytes per warp as F32) except at D = 8, where the registers of 4 entries would not fit
+  // beside the 8 query heads' q and accumulators.
+  constexpr int kE = D >= 8 ? 2 : (std::is_same_v<T, float> ? 4 : 8);
+  const T* cache_k = static_cast<const T*>(p.k);
+  const T* cache_v = static_cast<const T*>(p.v);
   extern __shared__ float smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * kMaxGroup;
@@ -107,8 +148,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
     for (int j = 0; j < kE; ++j) {
       const int ej = min(e + j, hi);
       const int64_t slot = int64_t(table[ej / p.block_size]) * p.block_size + ej % p.block_size;
-      load_head<D>(p.k + slot * p.k_stride + koff, lane, p.head_dim, p.vec_rows, kk[j]);
-      load_head<D>(p.v + slot * p.v_stride + koff, lane, p.head_dim, p.vec_rows, vv[j]);
+      load_head<D>(cache_k + slot * p.k_stride + koff, lane, p.head_dim, p.vec_rows, kk[j]);
+      load_head<D>(cache_v + slot * p.v_stride + koff, lane, p.head_dim, p.vec_rows, vv[j]);
     }
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) {
@@ -232,12 +273,28 @@ HeadsView heads_of(const TensorView& v, int64_t head_dim, int64_t n_head, int64_
   return {reinterpret_cast<float*>(v.data), s, head_dim};
 }
 
+// Instantiated: T in {float, __half} x D in {1, 2, 4, 8} (head_dim <= 32, 64, 128, 256).
+template <class T>
+void launch_attention(CudaContext& ctx, dim3 grid, size_t smem, const AttnParams& p, int32_t head_dim) {
+  if (head_dim <= 32) {
+    attention_kernel<T, 1><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+  } else if (head_dim <= 64) {
+    attention_kernel<T, 2><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+  } else if (head_dim <= 128) {
+    attention_kernel<T, 4><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+  } else {
+    attention_kernel<T, 8><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+  }
+}
+
 }  // namespace
 
 void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, const KvLayer& layer,
                const AttentionBatch& batch, const AttentionParams& a) {
-  check_f32_device(layer.k, "kv layer k");
-  check_f32_device(layer.v, "kv layer v");
+  CERA_CHECK_MSG(layer.k.device == Device::kCuda && layer.v.device == Device::kCuda, "attention: kv layer not on CUDA");
+  CERA_CHECK_MSG(layer.k.dtype == layer.v.dtype && (layer.k.dtype == DType::kF32 || layer.k.dtype == DType::kF16),
+                 "attention: kv layer K and V must both be F32 or both F16, got " +
+                     std::string(dtype_name(layer.k.dtype)) + " and " + std::string(dtype_name(layer.v.dtype)));
   CERA_CHECK(layer.k.cols() == layer.v.cols() && layer.k.rows() == layer.v.rows() && layer.block_size > 0);
   CERA_CHECK(a.n_head > 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0 && a.head_dim > 0);
   CERA_CHECK_MSG(a.head_dim <= 256, "attention: CUDA kernels support head_dim <= 256");
@@ -263,10 +320,13 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.q = heads_of(q, a.head_dim, a.n_head, n_tokens, "attention q");
   p.out = heads_of(out, a.head_dim, a.n_head, n_tokens, "attention out");
   if (n_tokens == 0) return;
-  p.k = reinterpret_cast<const float*>(layer.k.data);
-  p.v = reinterpret_cast<const float*>(layer.v.data);
-  p.k_stride = layer.k.stride() / 4;
-  p.v_stride = layer.v.stride() / 4;
+  const bool f16 = layer.k.dtype == DType::kF16;
+  const int64_t elem = f16 ? 2 : 4;
+  CERA_CHECK(layer.k.stride() % elem == 0 && layer.v.stride() % elem == 0);
+  p.k = layer.k.data;
+  p.v = layer.v.data;
+  p.k_stride = layer.k.stride() / elem;
+  p.v_stride = layer.v.stride() / elem;
   p.positions = ctx.device_array(batch.positions);
   p.token_seq = ctx.device_array(batch.token_seq);
   p.block_tables = ctx.device_array(batch.block_tables);
@@ -295,7 +355,10 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   if (units < fill * ctx.sm_count()) {
     n_split = std::min<int64_t>((fill * ctx.sm_count() + units - 1) / units, kMaxSplits);
   }
-  p.vec_rows = a.head_dim % 4 == 0 && p.k_stride % 4 == 0 && p.v_stride % 4 == 0 &&
+  // Vector loads need every lane's first element aligned to its load: 4 floats (16 bytes) or 8
+  // halves (16 bytes) cover every D.
+  const int64_t vec_elems = f16 ? 8 : 4;
+  p.vec_rows = a.head_dim % vec_elems == 0 && p.k_stride % vec_elems == 0 && p.v_stride % vec_elems == 0 &&
                reinterpret_cast<uintptr_t>(p.k) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v) % 16 == 0;
   p.n_split = int32_t(n_split);
   if (n_split > 1) {
@@ -308,14 +371,10 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   const dim3 grid(unsigned(a.n_head_kv * p.n_chunks), unsigned(n_tokens), unsigned(n_split));
   CERA_CHECK_MSG(n_tokens < 65536, "attention: at most 65535 tokens per call");
   if (!ctx.launching()) return;
-  if (a.head_dim <= 32) {
-    attention_kernel<1><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
-  } else if (a.head_dim <= 64) {
-    attention_kernel<2><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
-  } else if (a.head_dim <= 128) {
-    attention_kernel<4><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+  if (f16) {
+    launch_attention<__half>(ctx, grid, smem, p, a.head_dim);
   } else {
-    attention_kernel<8><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+    launch_attention<float>(ctx, grid, smem, p, a.head_dim);
   }
   CERA_CUDA_LAUNCHED();
   if (n_split > 1) {

@@ -101,9 +101,9 @@ struct RopeStoreParams {
   float* k;
   const float* v;
   int64_t q_token_stride, k_token_stride, v_token_stride;  // floats; heads are head_dim apart
-  float* cache_k;
-  float* cache_v;
-  int64_t cache_k_stride, cache_v_stride;
+  void* cache_k;  // F32 or F16 rows (rope_store_kernel's C)
+  void* cache_v;
+  int64_t cache_k_stride, cache_v_stride;  // elements
   const int32_t* positions;
   const int32_t* slots;
   int32_t n_head, head_dim;
@@ -111,7 +111,9 @@ struct RopeStoreParams {
 };
 
 // Block (unit, token): units < n_head rotate a Q head; the others rotate a K head and copy it
-// and the matching V head into the cache row slots[t]. Saves 2 launches per layer.
+// and the matching V head into the cache row slots[t], converted to the cache type C (float or
+// __half, rounded like kv_store). Saves 2 launches per layer.
+template <class C>
 __global__ void rope_store_kernel(const __grid_constant__ RopeStoreParams p) {
   const int unit = blockIdx.x;
   const int64_t t = blockIdx.y;
@@ -126,9 +128,11 @@ __global__ void rope_store_kernel(const __grid_constant__ RopeStoreParams p) {
   __syncthreads();
   const int64_t slot = p.slots[t];
   const float* v = p.v + t * p.v_token_stride + off;
+  C* cache_k = static_cast<C*>(p.cache_k);
+  C* cache_v = static_cast<C*>(p.cache_v);
   for (int i = threadIdx.x; i < p.head_dim; i += blockDim.x) {
-    p.cache_k[slot * p.cache_k_stride + off + i] = k[i];
-    p.cache_v[slot * p.cache_v_stride + off + i] = v[i];
+    cache_k[slot * p.cache_k_stride + off + i] = from_float<C>(k[i]);
+    cache_v[slot * p.cache_v_stride + off + i] = from_float<C>(v[i]);
   }
 }
 
@@ -237,10 +241,13 @@ size_t fuse_rope_store(CudaContext& ctx, const Call& rq, const Call* rk, const C
   p.q_token_stride = p.n_head * hd;
   p.k_token_stride = k.rows() / n_tokens * hd;
   p.v_token_stride = v.stride() / 4;
-  p.cache_k = reinterpret_cast<float*>(st->layer.k.data);
-  p.cache_v = reinterpret_cast<float*>(st->layer.v.data);
-  p.cache_k_stride = st->layer.k.stride() / 4;
-  p.cache_v_stride = st->layer.v.stride() / 4;
+  // The cache type was validated when the kv_store call was recorded (rope_kv.cu's check_layer).
+  const bool f16 = st->layer.k.dtype == DType::kF16;
+  const int64_t elem = f16 ? 2 : 4;
+  p.cache_k = st->layer.k.data;
+  p.cache_v = st->layer.v.data;
+  p.cache_k_stride = st->layer.k.stride() / elem;
+  p.cache_v_stride = st->layer.v.stride() / elem;
   p.positions = ctx.device_array(rq.i[0]);
   p.slots = ctx.device_array(st->i[0]);
   p.rope = {rq.rope.freq_factors != nullptr
@@ -250,7 +257,12 @@ size_t fuse_rope_store(CudaContext& ctx, const Call& rq, const Call* rk, const C
   const int64_t n_kv_heads = k.rows() / n_tokens;
   ctx.act_cache() = {};
   const unsigned threads = rq.rope.n_rot / 2 >= 64 ? 64 : 32;  // as launch_rope
-  rope_store_kernel<<<dim3(unsigned(p.n_head + n_kv_heads), unsigned(n_tokens)), threads, 0, ctx.stream()>>>(p);
+  const dim3 grid(unsigned(p.n_head + n_kv_heads), unsigned(n_tokens));
+  if (f16) {
+    rope_store_kernel<__half><<<grid, threads, 0, ctx.stream()>>>(p);
+  } else {
+    rope_store_kernel<float><<<grid, threads, 0, ctx.stream()>>>(p);
+  }
   CERA_CUDA_LAUNCHED();
   return 3;
 }
