@@ -13,14 +13,14 @@ namespace cera::cli {
 void register_synth(CLI::App& app) {
   auto* cmd = app.add_subcommand("synth", "Write a random-weight model of a named shape (for benchmarks)");
   struct Options {
-    std::string arch = "llama", shape, type = "q4_0", output, vocab_from;
+    std::string arch, shape, type = "q4_0", output, vocab_from;
     uint64_t seed = 42;
     int threads = 0;
   };
   auto opts = std::make_shared<Options>();
   std::string shapes;
   for (const std::string& s : convert::synth_shape_names()) shapes += (shapes.empty() ? "" : ", ") + s;
-  cmd->add_option("--arch", opts->arch, "architecture (llama)")->capture_default_str();
+  cmd->add_option("--arch", opts->arch, "architecture: llama, lfm2, qwen3moe (default: the shape's own)");
   cmd->add_option("--shape", opts->shape, "shape: " + shapes)->required();
   cmd->add_option("--type", opts->type, "matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k")
       ->capture_default_str();
@@ -30,13 +30,18 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "random seed")->capture_default_str();
   cmd->add_option("-t,--threads", opts->threads, "threads (default: all)");
   cmd->callback([opts] {
-    const auto arch = convert::synth_arch_from_name(opts->arch);
-    if (!arch) throw CLI::ValidationError("--arch", "unsupported architecture '" + opts->arch + "' (supported: llama)");
+    std::optional<convert::SynthArch> arch;
+    if (!opts->arch.empty()) {
+      arch = convert::synth_arch_from_name(opts->arch);
+      if (!arch) {
+        throw CLI::ValidationError("--arch", "unsupported architecture '" + opts->arch + "' (supported: llama, lfm2, qwen3moe)");
+      }
+    }
     const auto type = dtype_from_name(opts->type);
     if (!type || !convert::is_output_type(*type)) throw CLI::ValidationError("--type", "unsupported type '" + opts->type + "'");
     const auto start = std::chrono::steady_clock::now();
     ProgressBar bar("synth " + opts->shape + " " + opts->type);
-    auto report = convert::synth_model({.arch = *arch,
+    auto report = convert::synth_model({.arch = arch,
                                         .shape = opts->shape,
                                         .type = *type,
                                         .output = opts->output,

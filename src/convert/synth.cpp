@@ -1,4 +1,4 @@
-// Synthetic llama models. Normals come from the Irwin-Hall sum of four 16-bit uniforms cut from
+// Synthetic models (tensor lists per architecture in synth_layout.cpp). Normals come from the Irwin-Hall sum of four 16-bit uniforms cut from
 // one 64-bit splitmix draw: one cheap hash per weight instead of a log/sqrt/cos, which keeps an
 // 8B model's 8e9 weights generation-bound at a few ns each; the tails stop at 3.46 sigma, which
 // benchmarks do not care about.
@@ -6,18 +6,36 @@
 
 #include <cmath>
 
-#include "format/gguf_writer.h"
 #include "convert/quantize.h"
+#include "convert/synth_layout.h"
 #include "format/gguf.h"
+#include "format/gguf_writer.h"
 
 namespace cera::convert {
 namespace {
 
+// lfm2-1.2b: LFM2-1.2B (attention at layers 2, 5, 8, 10, 12, 14; the FFN width after LFM2's
+// adjustment). qwen3-30b-a3b: Qwen3-30B-A3B (head_dim 128 while n_embd / n_head is 64). The tiny
+// shapes are the test versions of each generator.
 constexpr SynthShape kShapes[] = {
-    // name        n_embd layers heads kv  n_ff   tied   n_ctx    rope_theta
-    {"tiny", 256, 2, 4, 2, 512, false, 2048, 10000.0f},
-    {"llama-1b", 2048, 16, 32, 8, 8192, true, 131072, 500000.0f},  // Llama 3.2 1B
-    {"llama-8b", 4096, 32, 32, 8, 14336, false, 131072, 500000.0f},  // Llama 3 8B
+    {.name = "tiny", .arch = SynthArch::kLlama, .n_embd = 256, .n_layer = 2, .n_head = 4, .n_head_kv = 2,
+     .n_ff = 512, .tied_output = false, .n_ctx = 2048, .rope_theta = 10000.0f},
+    {.name = "llama-1b", .arch = SynthArch::kLlama, .n_embd = 2048, .n_layer = 16, .n_head = 32, .n_head_kv = 8,
+     .n_ff = 8192, .tied_output = true, .n_ctx = 131072, .rope_theta = 500000.0f},  // Llama 3.2 1B
+    {.name = "llama-8b", .arch = SynthArch::kLlama, .n_embd = 4096, .n_layer = 32, .n_head = 32, .n_head_kv = 8,
+     .n_ff = 14336, .tied_output = false, .n_ctx = 131072, .rope_theta = 500000.0f},  // Llama 3 8B
+    {.name = "lfm2-tiny", .arch = SynthArch::kLfm2, .n_embd = 256, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
+     .n_ff = 512, .tied_output = true, .n_ctx = 2048, .rope_theta = 1000000.0f, .n_vocab = 4096,
+     .attention_layers = 0b1010, .l_cache = 3},
+    {.name = "lfm2-1.2b", .arch = SynthArch::kLfm2, .n_embd = 2048, .n_layer = 16, .n_head = 32, .n_head_kv = 8,
+     .n_ff = 8192, .tied_output = true, .n_ctx = 128000, .rope_theta = 1000000.0f, .n_vocab = 65536,
+     .attention_layers = (1u << 2) | (1u << 5) | (1u << 8) | (1u << 10) | (1u << 12) | (1u << 14), .l_cache = 3},
+    {.name = "qwen3moe-tiny", .arch = SynthArch::kQwen3Moe, .n_embd = 256, .n_layer = 2, .n_head = 4, .n_head_kv = 2,
+     .n_ff = 512, .tied_output = false, .n_ctx = 2048, .rope_theta = 1000000.0f, .head_dim = 128, .n_vocab = 4096,
+     .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 256},
+    {.name = "qwen3-30b-a3b", .arch = SynthArch::kQwen3Moe, .n_embd = 2048, .n_layer = 48, .n_head = 32,
+     .n_head_kv = 4, .n_ff = 6144, .tied_output = false, .n_ctx = 40960, .rope_theta = 1000000.0f, .head_dim = 128,
+     .n_vocab = 151936, .n_expert = 128, .n_expert_used = 8, .n_ff_exp = 768},
 };
 constexpr uint32_t kPlaceholderVocab = 32000;  // PERFORMANCE.md's benchmark vocabulary
 constexpr float kWeightScale = 0.02f;
@@ -30,8 +48,8 @@ uint64_t splitmix64(uint64_t& state) {
 }
 
 // A SentencePiece-style vocabulary llama.cpp can load: <unk> <s> </s>, 256 byte pieces, then
-// filler pieces.
-void placeholder_vocab(format::GgufWriter& w) {
+// filler pieces up to n_vocab.
+void placeholder_vocab(format::GgufWriter& w, uint32_t n_vocab) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<int32_t> types = {2, 3, 3};
   char buf[16];
@@ -40,7 +58,7 @@ void placeholder_vocab(format::GgufWriter& w) {
     tokens.push_back(buf);
     types.push_back(6);
   }
-  while (tokens.size() < kPlaceholderVocab) {
+  while (tokens.size() < n_vocab) {
     tokens.push_back("\xE2\x96\x81t" + std::to_string(tokens.size()));
     types.push_back(1);
   }
@@ -82,8 +100,19 @@ std::vector<std::string> synth_shape_names() {
 }
 
 std::optional<SynthArch> synth_arch_from_name(const std::string& name) {
-  if (name == "llama") return SynthArch::kLlama;
+  for (SynthArch a : {SynthArch::kLlama, SynthArch::kLfm2, SynthArch::kQwen3Moe}) {
+    if (name == synth_arch_name(a)) return a;
+  }
   return std::nullopt;
+}
+
+const char* synth_arch_name(SynthArch arch) {
+  switch (arch) {
+    case SynthArch::kLlama: return "llama";
+    case SynthArch::kLfm2: return "lfm2";
+    case SynthArch::kQwen3Moe: return "qwen3moe";
+  }
+  return "llama";
 }
 
 void synth_row(uint64_t seed, uint64_t tensor, uint64_t row, float scale, float* out, uint64_t n) {
@@ -104,50 +133,28 @@ Result<SynthReport> synth_model(const SynthRequest& req, const format::WriteProg
     for (const std::string& n : synth_shape_names()) list += (list.empty() ? "" : ", ") + n;
     return invalid_argument("unknown shape '" + req.shape + "' (known: " + list + ")");
   }
+  if (req.arch && *req.arch != s->arch) {
+    return invalid_argument("shape '" + req.shape + "' is a " + synth_arch_name(s->arch) + " shape, not " +
+                            synth_arch_name(*req.arch));
+  }
   if (!is_output_type(req.type)) return invalid_argument("type " + std::string(dtype_name(req.type)) + " cannot be written");
   format::GgufWriter w;
   SynthReport report;
-  const std::string p = "llama.";
-  w.set_string("general.architecture", "llama");
+  const std::string arch = synth_arch_name(s->arch);
+  w.set_string("general.architecture", arch);
   w.set_string("general.type", "model");
   w.set_string("general.name", std::string("cera synth ") + s->name + " " + std::string(dtype_name(req.type)));
-  w.set_u32(p + "block_count", s->n_layer);
-  w.set_u32(p + "context_length", s->n_ctx);
-  w.set_u32(p + "embedding_length", s->n_embd);
-  w.set_u32(p + "feed_forward_length", s->n_ff);
-  w.set_u32(p + "attention.head_count", s->n_head);
-  w.set_u32(p + "attention.head_count_kv", s->n_head_kv);
-  w.set_f32(p + "rope.freq_base", s->rope_theta);
-  w.set_f32(p + "attention.layer_norm_rms_epsilon", 1e-5f);
   w.set_u32("general.file_type", llama_file_type(req.type));
   if (req.vocab_from.empty()) {
-    placeholder_vocab(w);
-    report.n_vocab = kPlaceholderVocab;
+    report.n_vocab = s->n_vocab != 0 ? s->n_vocab : kPlaceholderVocab;
+    placeholder_vocab(w, report.n_vocab);
   } else {
     CERA_ASSIGN_OR_RETURN(report.n_vocab, copy_vocab(req.vocab_from, w));
   }
-  w.set_u32(p + "vocab_size", report.n_vocab);
-  w.set_u32(p + "rope.dimension_count", s->n_embd / s->n_head);
-
-  const uint64_t e = s->n_embd, hd = s->n_embd / s->n_head, kv = hd * s->n_head_kv, ff = s->n_ff;
-  struct Entry {
-    std::string name;
-    std::vector<uint64_t> shape;  // GGUF order
-  };
-  std::vector<Entry> entries = {{"token_embd.weight", {e, report.n_vocab}}};
-  for (uint32_t l = 0; l < s->n_layer; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    for (Entry x : std::vector<Entry>{{"attn_norm.weight", {e}}, {"attn_q.weight", {e, e}}, {"attn_k.weight", {e, kv}},
-                                      {"attn_v.weight", {e, kv}}, {"attn_output.weight", {e, e}}, {"ffn_norm.weight", {e}},
-                                      {"ffn_gate.weight", {e, ff}}, {"ffn_up.weight", {e, ff}}, {"ffn_down.weight", {ff, e}}}) {
-      entries.push_back({b + x.name, x.shape});
-    }
-  }
-  entries.push_back({"output_norm.weight", {e}});
-  if (!s->tied_output) entries.push_back({"output.weight", {e, report.n_vocab}});
+  const std::vector<SynthTensor> entries = synth_layout(*s, report.n_vocab, w);
 
   for (size_t i = 0; i < entries.size(); ++i) {
-    const Entry& x = entries[i];
+    const SynthTensor& x = entries[i];
     const TypeChoice choice = choose_tensor_type(req.type, x.name, x.shape);
     if (choice.fallback) report.notes.push_back(x.name + ": " + *choice.fallback);
     uint64_t n = 1;
