@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and benchmarks on the GPU machine in one call and writes a results table.
-#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b]
-#   (default: tests sanitize models bench; eager = 1B Q4_0 decode with CUDA graphs off)
+#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile]
+#   (default: tests sanitize models bench; eager = 1B Q4_0 decode with CUDA graphs off; profile =
+#   per-verb device time of 8B and 1B Q4_0 prefill and decode)
 # Environment:
 #   CERA_BIN     folder with the `cera` and `test_ops_cuda` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
@@ -85,6 +86,16 @@ for s in $sections; do
     CERA_CUDA_GRAPHS=0 run "bench llama-1b q4_0 eager (no graphs)" bench-eager.log \
       "$CERA" bench -m "$f" --device cuda -p 0 -n 128 -r 3 --no-membw
     grep -E "^\| tg" "$OUT/bench-eager.log" | sed "s/^/llama-1b q4_0 eager /" | tee -a "$OUT/bench.md"
+    ;;
+  profile)
+    # Per-verb device time (eager, CERA_CUDA_PROFILE=1): prefill 512 and 16 decode steps.
+    for spec in llama-8b:q4_0 llama-1b:q4_0; do
+      shape=${spec%%:*} type=${spec##*:} f=$SYNTH_DIR/$shape-$type.gguf
+      [ -f "$f" ] || run "synth $shape $type" "synth-$shape-$type.log" "$CERA" synth --shape $shape --type $type -o "$f"
+      CERA_CUDA_PROFILE=1 run "profile $shape $type" "profile-$shape-$type.log" \
+        "$CERA" bench -m "$f" --device cuda -p 512 -n 16 -r 1 --no-membw
+      grep -A40 "cuda verb profile" "$OUT/profile-$shape-$type.log" | head -30 | sed "s/^/$shape $type /" >>"$OUT/bench.md"
+    done
     ;;
   bench | bench8b)
     if [ $s = bench ]; then specs="llama-1b:q4_0 llama-1b:f16"; else specs="llama-8b:q4_0 llama-8b:q8_0"; fi

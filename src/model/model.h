@@ -84,8 +84,21 @@ class Model {
 
   // Runs the batch: stores its K/V into `kv` (one KvLayer per layer) and writes the logits of
   // `output_rows`, in order, to `logits` ([n_vocab, output_rows.size()] floats, host memory).
+  // An empty `logits` leaves them on the backend's device instead (device_logits()), for
+  // sampling there without reading back the vocabulary.
   virtual Status forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) = 0;
+  // The output rows' logits of the last forward(), on the backend's device, valid until the next
+  // forward(); `softcap` is still to be applied (final = softcap * tanh(x / softcap) when > 0),
+  // which Backend::top_k does, and read_logits().
+  struct DeviceLogits {
+    TensorView view;  // [n_vocab, n_out] F32
+    float softcap = 0.0f;
+  };
+  virtual DeviceLogits device_logits() const = 0;
 };
+
+// final = cap * tanh(x / cap) over the logits, when cap > 0 (gemma-style final softcapping).
+void apply_logit_softcap(std::span<float> logits, float cap);
 
 // Bytes of weights loaded so far and in all, reported as tensors reach the backend.
 using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;

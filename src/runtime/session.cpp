@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/check.h"
+
 namespace cera::runtime {
 namespace {
 
@@ -61,13 +63,57 @@ Result<std::unique_ptr<Session>> Session::create(model::Model& model, const toke
   return std::unique_ptr<Session>(new Session(model, tokenizer, std::move(cache), options, n_ctx));
 }
 
-std::span<const float> Session::last_logits() const { return logits_; }
+std::span<const float> Session::last_logits() const {
+  if (logits_on_device_) {
+    const model::Model::DeviceLogits dl = model_->device_logits();
+    logits_.resize(static_cast<size_t>(dl.view.n_elements()));
+    model_->backend().download(logits_.data(), dl.view);
+    model::apply_logit_softcap(logits_, dl.softcap);
+    logits_on_device_ = false;
+  }
+  return logits_;
+}
+
+Session::Picked Session::pick_candidates(int32_t k) {
+  ops::Backend& backend = model_->backend();
+  if (!pick_buffer_) {
+    auto buffer = backend.allocate(static_cast<uint64_t>(2 * ops::TopKParams::kMaxTopK + 1) * 4);
+    CERA_CHECK_MSG(buffer.ok(), buffer.status().to_string());
+    pick_buffer_ = std::move(*buffer);
+  }
+  const model::Model::DeviceLogits dl = model_->device_logits();
+  std::byte* base = pick_buffer_->data();
+  const Device dev = backend.device();
+  const TensorView ids = make_view(base, DType::kI32, {k, 1, 1, 1}, dev);
+  const TensorView values = make_view(base + 4 * k, DType::kF32, {k, 1, 1, 1}, dev);
+  const TensorView lse = make_view(base + 8 * k, DType::kF32, {1, 1, 1, 1}, dev);
+  backend.top_k(ids, values, lse, dl.view, {.k = k, .softcap = dl.softcap});
+  // One read back of all three (they are contiguous).
+  pick_host_.resize(static_cast<size_t>(2 * k + 1));
+  backend.download(pick_host_.data(), make_view(base, DType::kI32, {2 * k + 1, 1, 1, 1}, dev));
+  const auto* f = reinterpret_cast<const float*>(pick_host_.data());
+  return {std::span(pick_host_).first(k), std::span(f + k, k), f[2 * k]};
+}
+
+int32_t Session::sample_next(Sampler& sampler) {
+  CERA_CHECK(has_logits_);
+  if (logits_on_device_) {
+    const int32_t k = sampler.candidates_needed(model_->hparams().n_vocab);
+    if (k > 0) {
+      const Picked p = pick_candidates(k);
+      if (const std::optional<int32_t> token = sampler.sample_candidates(p.ids, p.values, p.lse)) return *token;
+    }
+  }
+  return sampler.sample(last_logits(), tokens_);
+}
 
 void Session::reset() {
   cache_.truncate(seq_, 0);
   tokens_.clear();
   pending_.reset();
   logits_.clear();
+  has_logits_ = false;
+  logits_on_device_ = false;
   all_logits_.clear();
   n_keep_ = 0;
 }
@@ -85,6 +131,7 @@ Status Session::append_tokens(std::span<const int32_t> tokens, bool all_logits) 
   const bool first = tokens_.empty();
   const auto t0 = Clock::now();
   CERA_RETURN_IF_ERROR(evaluate(tokens, all_logits));
+  model_->backend().synchronize();  // device work is asynchronous: the timing must include it
   stats_.prompt_seconds += seconds_since(t0);
   stats_.n_prompt_tokens += static_cast<int64_t>(tokens.size());
   if (first) {
@@ -154,18 +201,26 @@ Status Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
                                     .ring = {.block_tables = ring_table, .table_offset = ring_offset_, .kv_slots = ring_slots_},
                                     .output_rows = outputs_,
                                     .recurrent_state = cache_.recurrent_state(seq_)};
-    std::vector<float>& out = all_logits ? all_logits_ : logits_;
-    const size_t base = all_logits ? out.size() : 0;
-    out.resize(base + outputs_.size() * n_vocab);
-    const Status st = model_->forward(batch, cache_.layers(), std::span(out).subspan(base));
+    // Without all_logits the last position's logits stay on the device until they are read.
+    std::span<float> out;
+    if (all_logits) {
+      const size_t base = all_logits_.size();
+      all_logits_.resize(base + outputs_.size() * n_vocab);
+      out = std::span(all_logits_).subspan(base);
+    }
+    const Status st = model_->forward(batch, cache_.layers(), out);
     if (!st.ok()) {
       cache_.truncate(seq_, start);
+      has_logits_ = logits_on_device_ = false;
       return st;
     }
+    if (!all_logits && !outputs_.empty()) has_logits_ = logits_on_device_ = true;
     tokens_.insert(tokens_.end(), chunk.begin(), chunk.end());
   }
   if (all_logits && !tokens.empty()) {
     logits_.assign(all_logits_.end() - n_vocab, all_logits_.end());
+    has_logits_ = true;
+    logits_on_device_ = false;
   }
   return {};
 }
@@ -173,7 +228,7 @@ Status Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
 Result<GenerateResult> Session::generate(const GenerateOptions& options, const TextSink& sink) {
   cancelled_.store(false);
   CERA_RETURN_IF_ERROR(flush_pending());
-  if (logits_.empty()) return invalid_argument("nothing to continue from: append a prompt (or BOS) first");
+  if (!has_logits_) return invalid_argument("nothing to continue from: append a prompt (or BOS) first");
   GenerateResult result;
   Sampler sampler(options.sampling);
   tokenizer::StreamDecoder decoder(tokenizer_);
@@ -196,7 +251,7 @@ Result<GenerateResult> Session::generate(const GenerateOptions& options, const T
       result.reason = StopReason::kCancelled;
       break;
     }
-    const int32_t token = sampler.sample(logits_, tokens_);
+    const int32_t token = sample_next(sampler);
     if (options.stop_at_end_of_generation && tokenizer_.is_end_of_generation(token)) {
       result.reason = StopReason::kEndOfGeneration;
       break;

@@ -72,6 +72,12 @@ class Session {
   Result<GenerateResult> generate(const GenerateOptions& options, const TextSink& sink);
   void cancel() { cancelled_.store(true); }
 
+  // The token after the history, drawn by `sampler` from the last position's logits; on a device
+  // backend through Backend::top_k when the sampler's chain allows (a few bytes read back).
+  // Precondition: something was evaluated (append_*) since the last reset.
+  int32_t sample_next(Sampler& sampler);
+
+  // The last position's logits ([n_vocab]; read back from the device on first use).
   std::span<const float> last_logits() const;
   std::span<const float> all_logits() const { return all_logits_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
@@ -87,6 +93,13 @@ class Session {
   Status evaluate(std::span<const int32_t> tokens, bool all_logits);
   Status flush_pending();
   Status make_room(int32_t n_tokens);
+  // Runs Backend::top_k with k candidates on the device logits; spans into pick_host_.
+  struct Picked {
+    std::span<const int32_t> ids;
+    std::span<const float> values;
+    float lse;
+  };
+  Picked pick_candidates(int32_t k);
 
   model::Model* model_;
   tokenizer::Tokenizer tokenizer_;
@@ -97,7 +110,11 @@ class Session {
   int32_t n_keep_ = 0;
   std::vector<int32_t> tokens_;       // evaluated history (+ pending_ at the end when set)
   std::optional<int32_t> pending_;    // sampled but not yet evaluated
-  std::vector<float> logits_;         // [n_vocab] after the last evaluated token
+  bool has_logits_ = false;           // something was evaluated since the last reset
+  mutable bool logits_on_device_ = false;  // logits_ not yet read back (model_->device_logits())
+  mutable std::vector<float> logits_;  // [n_vocab] after the last evaluated token, once read back
+  std::unique_ptr<ops::Buffer> pick_buffer_;  // top_k outputs: ids [k], values [k], lse
+  std::vector<int32_t> pick_host_;
   std::vector<float> all_logits_;     // [n_vocab * n] when asked
   std::atomic<bool> cancelled_{false};
   SessionStats stats_;

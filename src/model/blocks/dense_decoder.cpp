@@ -27,6 +27,7 @@ class DenseDecoder final : public Model {
   ops::RopeParams rope_params(int32_t il) const override { return spec_.attention[il].rope; }
   ops::Backend& backend() override { return backend_; }
   Status forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) override;
+  DeviceLogits device_logits() const override { return {last_logits_, spec_.hp.final_logit_softcap}; }
 
  private:
   ops::Backend& backend_;
@@ -37,6 +38,7 @@ class DenseDecoder final : public Model {
   TensorView output_;       // [n_embd, n_vocab], token_embd_ when tied
   std::vector<std::unique_ptr<ops::Buffer>> buffers_;
   std::optional<Scratch> scratch_;
+  TensorView last_logits_;  // [n_vocab, n_out] of the last forward, in scratch
 };
 
 Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& options) {
@@ -115,7 +117,9 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
   if (geometry.has_sliding() && !has_ring_tables(batch)) {
     return invalid_argument("batch has no ring tables for the sliding-window layers (ForwardBatch::ring)");
   }
-  if (logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) return invalid_argument("logits buffer has the wrong size");
+  if (!logits.empty() && logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) {
+    return invalid_argument("logits buffer has the wrong size");
+  }
   for (int32_t t : batch.tokens) {
     if (t < 0 || t >= hp.n_vocab) return invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
   }
@@ -142,12 +146,11 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
   const TensorView out = s.logits(n_out);
   backend_.matmul(out, output_, rows);
   if (hp.logit_scale != 1.0f) backend_.scale(out, 1.0f / hp.logit_scale);
+  last_logits_ = out;
+  if (logits.empty()) return {};
   backend_.download(logits.data(), out);
-  if (hp.final_logit_softcap > 0.0f) {
-    // On the host: one pass over n_vocab floats per output row, after the download we need anyway.
-    const float cap = hp.final_logit_softcap;
-    for (float& l : logits) l = cap * std::tanh(l / cap);
-  }
+  // On the host: one pass over n_vocab floats per output row, after the download we need anyway.
+  apply_logit_softcap(logits, hp.final_logit_softcap);
   return {};
 }
 

@@ -37,6 +37,7 @@ class HybridDecoder final : public Model {
   ops::RopeParams rope_params(int32_t il) const override { return spec_.attention[il].rope; }
   ops::Backend& backend() override { return backend_; }
   Status forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) override;
+  DeviceLogits device_logits() const override { return {last_logits_, 0.0f}; }
 
  private:
   ops::Backend& backend_;
@@ -47,6 +48,7 @@ class HybridDecoder final : public Model {
   TensorView output_;       // [n_embd, n_vocab], token_embd_ when tied
   std::vector<std::unique_ptr<ops::Buffer>> buffers_;
   std::optional<Scratch> scratch_;
+  TensorView last_logits_;  // [n_vocab, n_out] of the last forward, in scratch
   std::optional<ShortConvScratch> conv_scratch_;
   std::optional<MoeScratch> moe_scratch_;
 };
@@ -126,7 +128,9 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
     return invalid_argument("batch of " + std::to_string(n) + " tokens, expected 1.." + std::to_string(scratch_->max_tokens()));
   }
   if (kv.size() != layers_.size()) return invalid_argument("KV cache has the wrong number of layers");
-  if (logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) return invalid_argument("logits buffer has the wrong size");
+  if (!logits.empty() && logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) {
+    return invalid_argument("logits buffer has the wrong size");
+  }
   for (int32_t t : batch.tokens) {
     if (t < 0 || t >= hp.n_vocab) return invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
   }
@@ -169,7 +173,8 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
   backend_.rms_norm(rows, rows, output_norm_, hp.rms_eps);
   const TensorView out = s.logits(n_out);
   backend_.matmul(out, output_, rows);
-  backend_.download(logits.data(), out);
+  last_logits_ = out;
+  if (!logits.empty()) backend_.download(logits.data(), out);
   return {};
 }
 

@@ -174,6 +174,10 @@ class CudaBackend final : public Backend {
     c.i[3] = batch.table_offset;
     runner_->run(c);
   }
+  void top_k(const TensorView& ids, const TensorView& values, const TensorView& lse, const TensorView& logits,
+             const TopKParams& params) override {
+    runner_->run({.verb = Verb::kTopK, .out = ids, .a = logits, .b = values, .c = lse, .f = params.softcap, .n = params.k});
+  }
   // Rare (prefix reuse, context shift): launched eagerly after what is logged.
   void kv_copy(const KvLayer& layer, std::span<const int32_t> src_slots,
                std::span<const int32_t> dst_slots) override {

@@ -46,6 +46,7 @@ enum class ScratchKind : uint8_t {
   kGemmX,       // activations converted to f16/bf16 for the cuBLAS path
   kAttnPartial, // per-split partial softmax results of attention
   kMoeGroups,   // matmul_experts' rows grouped by expert (prompt batches)
+  kTopK,        // candidate keys and log-sum-exp partials of top_k's rounds
   kCount,
 };
 

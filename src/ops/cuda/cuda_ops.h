@@ -61,6 +61,10 @@ void kv_copy(CudaContext& ctx, const KvLayer& layer, std::span<const int32_t> sr
 void kv_rerotate(CudaContext& ctx, const KvLayer& layer, std::span<const int32_t> slots, int32_t delta,
                  int32_t head_dim, const RopeParams& params);
 
+// Backend::top_k on the device (top_k.cu).
+void top_k(CudaContext& ctx, const TensorView& ids, const TensorView& values, const TensorView& lse,
+           const TensorView& logits, const TopKParams& params);
+
 void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, const KvLayer& layer,
                const AttentionBatch& batch, const AttentionParams& params);
 

@@ -6,6 +6,7 @@
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/fused.h"
 #include "ops/cuda/graph.h"
+#include "ops/cuda/profile.h"
 
 namespace cera::ops::cuda {
 namespace {
@@ -88,6 +89,7 @@ void write_call(SigWriter& w, const Call& c, const std::byte* arena) {
       break;
     case Verb::kMatmulExperts: w.view(c.out); w.view(c.a); w.view(c.b); w.view(c.c); break;
     case Verb::kMoeCombine: w.view(c.out); w.view(c.a); w.view(c.b); break;
+    case Verb::kTopK: w.view(c.out); w.view(c.a); w.view(c.b); w.view(c.c); w.f32(c.f); w.put(uint64_t(c.n), true); break;
   }
 }
 
@@ -117,10 +119,15 @@ void execute(CudaContext& ctx, const Call& c) {
     }
     case Verb::kMatmulExperts: matmul_experts(ctx, c.out, c.a, c.b, c.c); break;
     case Verb::kMoeCombine: moe_combine(ctx, c.out, c.a, c.b); break;
+    case Verb::kTopK: top_k(ctx, c.out, c.b, c.c, c.a, TopKParams{.k = c.n, .softcap = c.f}); break;
   }
 }
 
 GraphRunner::GraphRunner(CudaContext& ctx, bool enabled) : ctx_(ctx), enabled_(enabled) {
+  if (VerbProfiler::requested()) {
+    profiler_ = std::make_unique<VerbProfiler>(ctx_.stream());
+    enabled_ = false;  // profiles time eager verbs
+  }
   if (!enabled_) return;
   CERA_CUDA_CHECK(cudaMallocHost(&arena_host_, kArenaBytes));
   CERA_CUDA_CHECK(cudaMalloc(&arena_device_, kArenaBytes));
@@ -199,7 +206,9 @@ void GraphRunner::run(const Call& call) {
     segment_ = Segment::kEager;
   }
   if (!enabled_ || segment_ == Segment::kEager) {
+    if (profiler_) profiler_->begin(call);
     execute(ctx_, call);
+    if (profiler_) profiler_->end();
     return;
   }
   Call c = call;

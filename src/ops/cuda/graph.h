@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -22,14 +23,15 @@
 namespace cera::ops::cuda {
 
 enum class Verb : uint8_t {
-  kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention,
+  kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention, kTopK,
   kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine,
 };
 
 // One verb call with its arguments by value. Views by verb: embed (out, a = table); matmul (out,
 // a = weight, b = x, c = bias or null data); rms_norm (out, a = x, b = weight); rope (out = x);
 // gated_activation (out, a = gate, b = up); add_scaled (out, a, b); scale (out = x);
-// kv_store (a = k, b = v); attention (out, a = q). Host arrays: embed tokens = i[0]; rope
+// kv_store (a = k, b = v); attention (out, a = q); top_k (out = ids, a = logits, b = values,
+// c = lse, f = softcap, n = k). Host arrays: embed tokens = i[0]; rope
 // positions = i[0] (freq_factors in rope); kv_store slots = i[0]; attention positions, token_seq,
 // block_tables, table_offset = i[0..3].
 // Optional verbs: short_conv (out, a = bcx, b = kernel, c = state); moe_route (out = ids,
@@ -44,6 +46,7 @@ struct Call {
   RopeParams rope;
   AttentionParams attn;
   RouterParams router;
+  int32_t n = 0;
   std::span<const int32_t> i[4];
 };
 
@@ -102,6 +105,7 @@ class GraphRunner {
   bool launched_unsynced_ = false;
   std::vector<uint64_t> sig_;  // scratch for the signature being built
   Stats stats_;
+  std::unique_ptr<class VerbProfiler> profiler_;  // CERA_CUDA_PROFILE=1 (profile.h)
 };
 
 }  // namespace cera::ops::cuda
