@@ -13,6 +13,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& opts) {
   cmd->add_option("-t,--threads", opts.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-c,--ctx-size", opts.ctx, "context size in tokens (0: the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-b,--batch-size", opts.batch, "prompt tokens per forward pass")->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-type", opts.kv_type,
+                  "KV cache element type: f16, f32 or auto (f16 on cuda, f32 on the cpu, where accuracy "
+                  "results and parity tests use f32)")
+      ->check(CLI::IsMember({"f16", "f32", "auto"}));
 }
 
 void fail(const char* command, const Status& status) {
@@ -26,6 +30,7 @@ std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const Mode
                                    .device = *api::device_choice_from_name(opts.device),
                                    .n_threads = opts.threads,
                                    .max_batch_tokens = opts.batch,
+                                   .kv_type = *api::kv_type_choice_from_name(opts.kv_type),
                                    .progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); }});
   if (!engine.ok()) fail(command, engine.status());
   return std::move(engine).value();

@@ -1,4 +1,4 @@
-// Options shared by every command that loads a model (-m, --device, --threads, -c, -b) and the
+// Options shared by every command that loads a model (-m, --device, --threads, -c, -b, --kv-type) and the
 // one function that turns them into an Engine, printing the error and failing the command.
 #pragma once
 
@@ -16,6 +16,7 @@ struct ModelOptions {
   int threads = 0;
   int ctx = 0;
   int batch = 512;
+  std::string kv_type = "auto";
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& opts);

@@ -20,11 +20,18 @@ enum class DeviceChoice { kCpu, kCuda, kAuto };
 // "cpu", "cuda", "auto"
 std::optional<DeviceChoice> device_choice_from_name(std::string_view name);
 
+// Element type of the KV cache. F16 halves the bytes attention reads per token at long context;
+// F32 keeps K/V exact. kAuto: F16 on CUDA, F32 on the CPU (Engine::load says why).
+enum class KvTypeChoice { kAuto, kF32, kF16 };
+// "auto", "f32", "f16"
+std::optional<KvTypeChoice> kv_type_choice_from_name(std::string_view name);
+
 struct EngineOptions {
   std::filesystem::path model_path;
   DeviceChoice device = DeviceChoice::kAuto;
   int32_t n_threads = 0;           // CPU threads; 0 = every core this process may use
   int32_t max_batch_tokens = 512;  // largest forward() batch (prompt chunk)
+  KvTypeChoice kv_type = KvTypeChoice::kAuto;  // of every session's KV cache
   model::LoadProgress progress;    // weights loaded so far (bytes), e.g. for a progress bar
 };
 
@@ -37,6 +44,9 @@ class Engine {
   const format::GgufFile& file() const { return file_; }
   ops::Backend& backend() { return *backend_; }
   double load_seconds() const { return load_seconds_; }
+  // The KV cache element type sessions get: EngineOptions::kv_type resolved for the backend
+  // (DType::kF32 or DType::kF16).
+  DType kv_type() const { return kv_type_; }
 
   Result<std::unique_ptr<runtime::Session>> new_session(const runtime::SessionOptions& options);
 
@@ -47,6 +57,7 @@ class Engine {
   std::unique_ptr<model::Model> model_;
   std::optional<tokenizer::Tokenizer> tokenizer_;
   double load_seconds_ = 0;
+  DType kv_type_ = DType::kF32;
 };
 
 }  // namespace cera::api
