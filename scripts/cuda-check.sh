@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and benchmarks on the GPU machine in one call and writes a results table.
-#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile]
+#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity]
 #   (default: tests sanitize models bench; eager = 1B Q4_0 decode with CUDA graphs off; profile =
-#   per-verb device time of 8B and 1B Q4_0 prefill and decode)
+#   per-verb device time of 8B and 1B Q4_0 prefill and decode; moe = synthetic lfm2-1.2b and
+#   qwen3-30b-a3b Q4_0 (~0.7 and ~17 GB) benchmarked against the 4.3 TB/s roofline; parity = the
+#   whole-model parity tests of every fixture on CUDA, CERA_TEST_DEVICE=cuda)
 # Environment:
-#   CERA_BIN     folder with the `cera` and `test_ops_cuda` binaries (default build-cuda paths)
+#   CERA_BIN     folder with the `cera`, `test_ops_cuda` and `test_model` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
 #   CERA_MODELS  folder with stories260K.bin, tok512.bin, stories260K.greedy-256.txt and
 #                optionally SmolLM2-135M-Instruct.Q4_1.gguf (default ../shared/models)
@@ -18,6 +20,8 @@ CERA=${CERA_BIN:+$CERA_BIN/cera}
 CERA=${CERA:-build-cuda/apps/cli/cera}
 TESTS=${CERA_BIN:+$CERA_BIN/test_ops_cuda}
 TESTS=${TESTS:-build-cuda/src/ops/cuda/test_ops_cuda}
+MODEL_TESTS=${CERA_BIN:+$CERA_BIN/test_model}
+MODEL_TESTS=${MODEL_TESTS:-build-cuda/tests/test_model}
 export LD_LIBRARY_PATH=${CERA_LIB:+$CERA_LIB:}/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 mkdir -p "$OUT" "$SYNTH_DIR"
 RESULTS=$OUT/results.md
@@ -97,6 +101,23 @@ for s in $sections; do
       grep -A40 "cuda verb profile" "$OUT/profile-$shape-$type.log" | head -30 | sed "s/^/$shape $type /" >>"$OUT/bench.md"
     done
     ;;
+  moe)
+    # Decode share of the roofline counts the bytes a token reads: for qwen3-30b-a3b 8 of 128 experts.
+    for shape in lfm2-1.2b qwen3-30b-a3b; do
+      f=$SYNTH_DIR/$shape-q4_0.gguf
+      [ -f "$f" ] || run "synth $shape q4_0" "synth-$shape-q4_0.log" "$CERA" synth --shape $shape --type q4_0 -o "$f"
+      CERA_CUDA_GRAPH_STATS=1 run "bench $shape q4_0" "bench-$shape-q4_0.log" \
+        "$CERA" bench -m "$f" --device cuda -p 512 -n 128 -r 3 --roofline-gbs 4300
+      grep -E "^\| (pp|tg)|reads" "$OUT/bench-$shape-q4_0.log" | sed "s/^/$shape q4_0 /" | tee -a "$OUT/bench.md"
+    done
+    ;;
+  parity)
+    # The fixtures are read from the source tree: this folder (the repository root), not the build's path.
+    CERA_TEST_DEVICE=cuda CERA_SOURCE_DIR=$PWD run "parity tests on cuda (every fixture, batch and step)" parity.log \
+      "$MODEL_TESTS" --gtest_filter='Architectures/Parity.*' --gtest_brief=1
+    grep -E "^parity|FAILED|Failure" "$OUT/parity.log" >"$OUT/parity.md"
+    tail -3 "$OUT/parity.log"
+    ;;
   bench | bench8b)
     if [ $s = bench ]; then specs="llama-1b:q4_0 llama-1b:f16"; else specs="llama-8b:q4_0 llama-8b:q8_0"; fi
     for spec in $specs; do
@@ -113,10 +134,11 @@ for s in $sections; do
     ;;
   esac
 done
-# The device tool returns at most 8 files: keep results.md and bench.md, pack every log.
-(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude=results.md --exclude=bench.md -- * 2>/dev/null &&
-  find . -maxdepth 1 -type f ! -name logs.tgz ! -name results.md ! -name bench.md -delete)
+# The device tool returns at most 8 files: keep results.md, bench.md and parity.md, pack every log.
+(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude=results.md --exclude=bench.md --exclude=parity.md -- * \
+  2>/dev/null && find . -maxdepth 1 -type f ! -name logs.tgz ! -name results.md ! -name bench.md ! -name parity.md -delete)
 echo
 cat "$RESULTS"
 [ -f "$OUT/bench.md" ] && cat "$OUT/bench.md"
+[ -f "$OUT/parity.md" ] && cat "$OUT/parity.md"
 exit 0

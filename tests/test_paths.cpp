@@ -7,7 +7,12 @@
 
 namespace cera::test {
 
-std::filesystem::path source_dir() { return CERA_SOURCE_DIR; }
+// CERA_SOURCE_DIR in the environment overrides the build's path: binaries built here and run on
+// another machine (scripts/cuda-check.sh parity) find the fixtures in that machine's checkout.
+std::filesystem::path source_dir() {
+  if (const char* env = std::getenv("CERA_SOURCE_DIR"); env != nullptr && *env != '\0') return env;
+  return CERA_SOURCE_DIR;
+}
 
 std::filesystem::path shared_dir() {
   if (const char* env = std::getenv("CERA_SHARED_DIR"); env != nullptr && *env != '\0') return env;

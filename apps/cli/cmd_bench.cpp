@@ -1,6 +1,9 @@
 // `cera bench`: prompt-processing and generation speed, llama-bench style: every test repeated
 // -r times on a fresh context (after --depth tokens of history), reported as median, p10 and
-// p90 tokens/s, with the share of memory bandwidth generation reaches.
+// p90 tokens/s, with the share of memory bandwidth generation reaches: the bytes of weights one
+// token reads (for a mixture of experts only the chosen experts' share of each expert stack) per
+// second, against the measured host bandwidth or --roofline-gbs (a device's, e.g. 4300 for the
+// H200 of PERFORMANCE.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,6 +24,7 @@ struct BenchOptions {
   int reps = 5;
   int depth = 0;
   bool membw = true;
+  double roofline_gbs = 0;  // > 0: the bandwidth shares are reported against (no host measurement)
 };
 
 struct Summary {
@@ -38,11 +42,20 @@ Summary summarize(std::vector<double> v) {
   return {at(0.5), at(0.1), at(0.9)};
 }
 
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // Bytes of weights one decoded token reads: every tensor except the embedding table, which is
-// only gathered by row, unless it doubles as the output matrix.
-uint64_t decode_bytes(const format::GgufFile& f) {
+// only gathered by row, unless it doubles as the output matrix; of a stacked expert tensor
+// (`*_exps.weight`, [n_in, n_out, n_expert]) only the n_expert_used experts a token chooses.
+uint64_t decode_bytes(const format::GgufFile& f, const model::HParams& hp) {
   uint64_t total = 0;
-  for (const auto& t : f.tensors()) total += t.n_bytes;
+  for (const auto& t : f.tensors()) {
+    const bool experts = hp.n_expert > 0 && ends_with(t.name, "_exps.weight") && t.shape.size() == 3 &&
+                         t.shape[2] == static_cast<uint64_t>(hp.n_expert);
+    total += experts ? t.n_bytes / t.shape[2] * static_cast<uint64_t>(hp.n_expert_used) : t.n_bytes;
+  }
   const auto* embd = f.find_tensor("token_embd.weight");
   if (embd != nullptr && f.find_tensor("output.weight") != nullptr) total -= embd->n_bytes;
   return total;
@@ -92,13 +105,16 @@ void bench(const BenchOptions& o) {
   const format::GgufFile& f = engine->file();
   uint64_t params = 0;
   for (const auto& t : f.tensors()) params += t.n_elements();
-  const double gb_per_token = decode_bytes(f) / 1e9;
+  const model::HParams& hp = engine->model().hparams();
+  const double gb_per_token = decode_bytes(f, hp) / 1e9;
   const int threads = o.model.threads > 0 ? o.model.threads : static_cast<int>(std::thread::hardware_concurrency());
-  const double membw = o.membw ? measure_read_bandwidth_gbs(threads) : 0.0;
+  const bool measure = o.membw && o.roofline_gbs <= 0;
+  const double membw = o.roofline_gbs > 0 ? o.roofline_gbs : measure ? measure_read_bandwidth_gbs(threads) : 0.0;
   fmt::print("model: {} ({}, {:.2f} GiB, {:.1f} M parameters)\nbackend: {}\n", o.model.model,
              f.get_or<std::string>("general.name", "?").value_or("?"), f.file_size() / 1073741824.0, params / 1e6,
              engine->backend().name());
-  if (o.membw) fmt::print("measured memory read bandwidth: {:.1f} GB/s ({} threads)\n", membw, threads);
+  if (measure) fmt::print("measured memory read bandwidth: {:.1f} GB/s ({} threads)\n", membw, threads);
+  if (o.roofline_gbs > 0) fmt::print("roofline: {:.1f} GB/s (--roofline-gbs)\n", membw);
   fmt::print("\n| {:<14} | {:>6} | {:>10} | {:>10} | {:>10} | {:>14} |\n", "test", "depth", "t/s median", "p10", "p90",
              "weights GB/s");
   fmt::print("|{:-<16}|{:->8}|{:->12}|{:->12}|{:->12}|{:->16}|\n", "", "", "", "", "", "");
@@ -110,11 +126,13 @@ void bench(const BenchOptions& o) {
   if (!tg.empty()) {
     const Summary s = summarize(tg);
     const double gbs = s.median * gb_per_token;
-    const std::string share = o.membw ? fmt::format("{:.1f} ({:.0f}%)", gbs, 100.0 * gbs / membw) : fmt::format("{:.1f}", gbs);
+    const std::string share = membw > 0 ? fmt::format("{:.1f} ({:.0f}%)", gbs, 100.0 * gbs / membw) : fmt::format("{:.1f}", gbs);
     fmt::print("| {:<14} | {:>6} | {:>10.2f} | {:>10.2f} | {:>10.2f} | {:>14} |\n", fmt::format("tg{}", o.n_gen),
                o.depth, s.median, s.p10, s.p90, share);
   }
-  fmt::print("\n{} repetitions after one warm-up; tg reads {:.1f} MB of weights per token\n", o.reps, gb_per_token * 1e3);
+  fmt::print("\n{} repetitions after one warm-up; tg reads {:.1f} MB of weights per token", o.reps, gb_per_token * 1e3);
+  if (hp.n_expert > 0) fmt::print(" ({} of {} experts per layer)", hp.n_expert_used, hp.n_expert);
+  fmt::print("\n");
 }
 
 }  // namespace
@@ -128,6 +146,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", o->reps, "repetitions")->check(CLI::PositiveNumber);
   cmd->add_option("-d,--depth", o->depth, "tokens already in the context")->check(CLI::NonNegativeNumber);
   cmd->add_flag("!--no-membw", o->membw, "skip measuring memory bandwidth");
+  cmd->add_option("--roofline-gbs", o->roofline_gbs,
+                  "memory bandwidth (GB/s) to report the share of, instead of measuring the host's (e.g. 4300: H200)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([o] { bench(*o); });
 }
 
