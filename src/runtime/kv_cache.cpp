@@ -14,9 +14,13 @@ namespace cera::runtime {
 
 Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config) {
   if (config.block_size <= 0 || config.n_slots <= 0) return invalid_argument("KV cache needs n_slots > 0 and block_size > 0");
+  if (config.kv_type != DType::kF32 && config.kv_type != DType::kF16) {
+    return invalid_argument("KV cache type must be F32 or F16, not " + std::string(dtype_name(config.kv_type)));
+  }
   KvCache c;
   c.model_ = &model;
   c.block_size_ = config.block_size;
+  c.kv_type_ = config.kv_type;
   c.head_dim_ = model.hparams().head_dim;
   c.geometry_ = model.kv_geometry();
   const model::KvGeometry& g = c.geometry_;
@@ -30,15 +34,15 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
     if (g.sliding_window <= 0 || config.max_batch_tokens <= 0 || config.max_sequences <= 0) {
       return invalid_argument("KV cache of sliding-window layers needs window, max_batch_tokens and max_sequences > 0");
     }
-    // A ring longer than the whole cache never turns: positions stay below n_slots.
-    const int64_t ring = std::min<int64_t>(int64_t(g.sliding_window) + config.max_batch_tokens, int64_t(n_blocks) * c.block_size_);
+    // At least two windows: then a shift's move overlaps itself in one direction only
+    // (kv_cache_shift.cpp). A ring as long as the whole cache never turns (positions < n_slots).
+    const int64_t ring = int64_t(g.sliding_window) + std::max(config.max_batch_tokens, g.sliding_window);
     c.window_ = g.sliding_window;
     c.max_append_ = config.max_batch_tokens;
-    c.ring_blocks_ = static_cast<int32_t>((ring + c.block_size_ - 1) / c.block_size_);
-    c.ring_staging_ = config.max_sequences * c.ring_blocks_;
-    const int32_t staging_blocks = (c.window_ + c.block_size_ - 1) / c.block_size_;
-    ring_rows = (c.ring_staging_ + staging_blocks) * c.block_size_;
-    for (int32_t b = c.ring_staging_ - 1; b >= 0; --b) c.ring_free_.push_back(b);
+    c.ring_blocks_ = std::min(static_cast<int32_t>((ring + c.block_size_ - 1) / c.block_size_), n_blocks);
+    const int32_t n_ring_blocks = config.max_sequences * c.ring_blocks_;
+    ring_rows = n_ring_blocks * c.block_size_;
+    for (int32_t b = n_ring_blocks - 1; b >= 0; --b) c.ring_free_.push_back(b);
   }
   for (int32_t il = 0; il < g.n_layer; ++il) {
     ops::KvLayer layer{.block_size = config.block_size};
@@ -60,9 +64,10 @@ Result<ops::KvLayer> KvCache::allocate_layer(int64_t n_rows) {
   ops::Backend& backend = model_->backend();
   ops::KvLayer layer{.block_size = block_size_};
   for (TensorView* side : {&layer.k, &layer.v}) {
-    auto buf = backend.allocate(static_cast<uint64_t>(n_rows * geometry_.kv_width) * sizeof(float));
+    const auto elem = static_cast<int64_t>(dtype_type_size(kv_type_));  // F32 or F16 (checked in create)
+    auto buf = backend.allocate(static_cast<uint64_t>(n_rows * geometry_.kv_width * elem));
     if (!buf.ok()) return buf.status().with_context("KV cache of " + std::to_string(n_rows) + " tokens");
-    *side = (*buf)->view(DType::kF32, {geometry_.kv_width, n_rows, 1, 1}, backend.device());
+    *side = (*buf)->view(kv_type_, {geometry_.kv_width, n_rows, 1, 1}, backend.device());
     storage_.push_back(std::move(buf).value());
   }
   return layer;

@@ -25,17 +25,19 @@ using SeqId = int32_t;
 struct KvCacheConfig {
   int32_t n_slots = 4096;    // total tokens the cache holds, over all sequences (rounded up to blocks)
   int32_t block_size = 16;
-  // Sliding-window layers keep, per sequence, a ring of window + max_batch_tokens slots (rounded
-  // up to blocks, at most n_slots): while a forward of up to max_batch_tokens tokens of the
-  // sequence stores its K/V, every one of its queries still finds its whole window.
+  // Sliding-window layers keep, per sequence, a ring of window + max(max_batch_tokens, window)
+  // slots (rounded up to blocks, at most n_slots): while a forward of up to max_batch_tokens
+  // tokens of the sequence stores its K/V, every one of its queries still finds its whole
+  // window, and a context shift can move the kept window along the ring in place.
   int32_t max_batch_tokens = 512;
   int32_t max_sequences = 1;  // live sequences with tokens the rings are allocated for
+  DType kv_type = DType::kF32;  // K/V rows: F32 or F16 (half the bytes; attention math stays float)
 };
 
 // Bytes of K/V storage by kind of layer (recurrent state not included).
 struct KvBytes {
   uint64_t full = 0;  // full-length layers: n_slots rows of K and V each
-  uint64_t ring = 0;  // sliding-window layers: max_sequences rings plus the shift's staging rows
+  uint64_t ring = 0;  // sliding-window layers: max_sequences rings of ring_tokens rows each
   uint64_t total() const { return full + ring; }
 };
 
@@ -90,10 +92,10 @@ class KvCache {
   // Context shift: drops entries [n_keep, n_keep + n_discard), moves the rest down and
   // re-rotates their K by -n_discard so every entry's RoPE position equals its new index. The
   // rings keep only what later queries can see, the last window - 1 entries after the shift,
-  // moved to their new ring slots through a staging area. The recurrent state is kept as it
-  // is: it holds the last L_cache-1 inputs, which are never among the dropped entries (shift
-  // keeps the end of the sequence) and carry no position. Snapshots taken before the shift are
-  // dropped (their lengths no longer name the same history). Precondition: can_shift.
+  // moved to their new ring slots. The recurrent state is kept as it is: it holds the last
+  // L_cache-1 inputs, which are never among the dropped entries (shift keeps the end of the
+  // sequence) and carry no position. Snapshots taken before the shift are dropped (their
+  // lengths no longer name the same history). Precondition: can_shift.
   void shift(SeqId seq, int32_t n_keep, int32_t n_discard);
   // False when the blocks from n_keep on are shared with a fork, or when an entry the rings
   // must keep is gone: kept prefix entries within the window of the new end that the ring has
@@ -136,24 +138,24 @@ class KvCache {
   void drop_blocks(Sequence& s, int32_t n);  // block and ring bookkeeping of truncate, state untouched
   // Copies slots [0, n) of block `from` into block `to` in every full-length layer.
   void copy_block_prefix(int32_t from, int32_t to, int32_t n);
-  void shift_rings(SeqId seq, int32_t n_keep, int32_t n_discard);  // kv_cache_shift.cpp
+  // Moves the ring rows of entries [first + n_discard, last + n_discard) to those of [first, last).
+  void move_ring_tail(SeqId seq, int32_t first, int32_t last, int32_t n_discard);  // kv_cache_shift.cpp
 
   model::Model* model_ = nullptr;
   model::KvGeometry geometry_;
   int64_t state_elements_ = 0;  // floats of one recurrent layer's state
   int32_t block_size_ = 16;
+  DType kv_type_ = DType::kF32;  // KvCacheConfig::kv_type
   int32_t head_dim_ = 0;
   std::vector<std::unique_ptr<ops::Buffer>> storage_;
   std::vector<ops::KvLayer> layers_;
   KvBytes bytes_;
   std::vector<int32_t> block_refs_;   // [n_blocks] sequences using each block
   std::vector<int32_t> free_blocks_;  // stack; lowest index on top for locality
-  // Rings of the sliding-window layers: ring_blocks_ blocks per sequence from ring_free_; blocks
-  // from ring_staging_ on (window rows, rounded up) stage the moves of a context shift.
+  // Rings of the sliding-window layers: ring_blocks_ blocks per sequence from ring_free_.
   int32_t window_ = 0;
   int32_t ring_blocks_ = 0;
   int32_t max_append_ = 0;  // KvCacheConfig::max_batch_tokens
-  int32_t ring_staging_ = 0;
   std::vector<int32_t> ring_free_;  // stack; lowest index on top
   std::vector<Sequence> seqs_;
 };

@@ -1,8 +1,7 @@
 // Context shift of the KV cache. Full-length layers move every entry after the gap down by
 // n_discard (kv_copy in chunks that never overlap their own source) and re-rotate its K. A ring
-// keeps only what later queries can see, the last window - 1 entries; its move is a rotation of
-// the ring by n_discard mod ring_tokens, whose sources and destinations may overlap in any
-// pattern, so the entries go through the staging rows: ring -> staging -> new ring slots.
+// keeps only what later queries can see, the last window - 1 entries, moved along the ring by
+// n_discard mod ring_tokens in the same chunked way, without staging memory.
 #include <algorithm>
 
 #include "runtime/kv_cache.h"
@@ -39,15 +38,9 @@ void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
     }
     copy_rows(Storage::kFull, src, dst);
   }
-  // Rings: the kept tail within the window of the new end goes to the staging rows first.
+  // Rings: the kept tail within the window of the new end moves by n_discard mod ring_tokens.
   const int32_t first_moved = std::max(n_keep, new_len - window_ + 1);
-  std::vector<int32_t> staged, ring_rows;
-  for (int32_t i = first_moved; ring_blocks_ > 0 && i < new_len; ++i) {
-    ring_rows.push_back(ring_slot(seq, i + n_discard));
-    staged.push_back(ring_staging_ * block_size_ + (i - first_moved));
-  }
-  copy_rows(Storage::kRing, ring_rows, staged);
-
+  if (ring_blocks_ > 0) move_ring_tail(seq, first_moved, new_len, n_discard);
   Sequence& s = seq_(seq);
   drop_blocks(s, new_len);  // the state stays: it describes the (kept) end of the sequence
   s.snapshots.clear();
@@ -55,11 +48,38 @@ void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
   for (int32_t i = n_keep; i < new_len; ++i) moved.push_back(slot(seq, i));
   rerotate_rows(Storage::kFull, moved, -n_discard);
   if (ring_blocks_ == 0) return;
-  ring_rows.clear();
+  std::vector<int32_t> ring_rows;
   for (int32_t i = first_moved; i < new_len; ++i) ring_rows.push_back(ring_slot(seq, i));
-  copy_rows(Storage::kRing, staged, ring_rows);
   rerotate_rows(Storage::kRing, ring_rows, -n_discard);
   s.ring_valid = std::max(0, new_len - window_ + 1);
+}
+
+// Entry i + n_discard's ring position (i + n_discard) mod R goes to position i mod R, for i in
+// [first, last): the arc of sources moves down the ring by dp = n_discard mod R, i.e. up by R - dp.
+// Like the full-length move, chunks no longer than the distance moved, taken in the direction
+// of the move, never overwrite a source still to be read. Only one direction overlaps, since
+// last - first < window <= R / 2 (create() sizes the ring so), and the kept prefix entries sit at
+// other positions (all kept entries lie within one window, fewer than R positions).
+void KvCache::move_ring_tail(SeqId seq, int32_t first, int32_t last, int32_t n_discard) {
+  const int32_t m = last - first, dp = n_discard % ring_tokens(), up = ring_tokens() - dp;
+  if (m <= 0 || dp == 0) return;  // dp == 0: every entry is already at its new ring position
+  std::vector<int32_t> src, dst;
+  auto copy = [&](int32_t lo, int32_t hi) {
+    src.clear();
+    dst.clear();
+    for (int32_t i = lo; i < hi; ++i) {
+      src.push_back(ring_slot(seq, i + n_discard));
+      dst.push_back(ring_slot(seq, i));
+    }
+    copy_rows(Storage::kRing, src, dst);
+  };
+  if (dp < m) {
+    for (int32_t lo = first; lo < last; lo += dp) copy(lo, std::min(last, lo + dp));
+  } else if (up < m) {
+    for (int32_t hi = last; hi > first; hi -= up) copy(std::max(first, hi - up), hi);
+  } else {
+    copy(first, last);  // the two arcs are disjoint
+  }
 }
 
 }  // namespace cera::runtime

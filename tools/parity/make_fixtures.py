@@ -11,6 +11,10 @@
 #   python tools/parity/make_fixtures.py check --cera CERA  # cera convert -> transformers GGUF
 #                                                           # loader -> logits_gguf.bin, REPORT.md
 #
+# gemma3, gemma3_local (GGUF_FIXTURES) are written straight to GGUF here (model.gguf, F32, gguf-py), since
+# `cera convert` has no Gemma3ForCausalLM: a window of 6 and sequences of up to 48 tokens, so
+# that the sliding-window layers' ring cache wraps (tests/model/sliding_window_test.cpp).
+#
 # logits.bin format (little-endian), read by tests/convert/parity_fixture.h:
 #   8 bytes "CERALOGT", u32 version (1), u32 n_vocab, u32 n_seqs, then per sequence:
 #   u32 n_tokens, i32 tokens[n_tokens], f32 logits[n_tokens][n_vocab] (every position).
@@ -26,8 +30,9 @@ from pathlib import Path
 import numpy as np
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (AutoConfig, AutoModelForCausalLM, GraniteConfig, LlamaConfig, Lfm2Config, Lfm2MoeConfig,
-                          MistralConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen3Config, Qwen3MoeConfig)
+from transformers import (AutoConfig, AutoModelForCausalLM, Gemma3TextConfig, GraniteConfig, LlamaConfig, Lfm2Config,
+                          Lfm2MoeConfig, MistralConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen3Config,
+                          Qwen3MoeConfig)
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "fixtures" / "parity"
@@ -102,6 +107,25 @@ FIXTURES = {
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
                  "qwen3": "Qwen3ForCausalLM", "granite": "GraniteForCausalLM", "lfm2": "Lfm2ForCausalLM",
                  "lfm2_moe": "Lfm2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM"}
+
+# Written as GGUF by this script (no `cera convert` support): name -> (config factory, pre-tokenizer family).
+# gemma3: hidden 64, 4 heads of 16, 1 KV head (like Gemma 3 270M), 3 layers local/local/global,
+# window 6; local layers use RoPE base 10000, the global one 1e6. gemma3_local: one local layer,
+# the model on which a context shift is exactly a fresh run (tests/runtime/kv_cache_ring_test.cpp).
+def gemma3_config(layer_types):
+    return Gemma3TextConfig(
+        vocab_size=N_VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=len(layer_types),
+        num_attention_heads=4, num_key_value_heads=1, head_dim=16, query_pre_attn_scalar=16,
+        max_position_embeddings=2048, rms_norm_eps=1e-6, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+        sliding_window=6, layer_types=layer_types, tie_word_embeddings=True,
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}})
+
+
+GGUF_FIXTURES = {
+    "gemma3": (lambda: gemma3_config(["sliding_attention", "sliding_attention", "full_attention"]), "llama3"),
+    "gemma3_local": (lambda: gemma3_config(["sliding_attention"]), "llama3"),
+}
 
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
                  "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -210,6 +234,92 @@ def build(only) -> None:
         print(f"{name}: {config.architectures[0]}, vocab {len(tok)} trained / {N_VOCAB}, {size / 1e6:.2f} MB")
 
 
+def long_sequence(n_real: int, n: int) -> list[int]:
+    rng = np.random.default_rng(4321)
+    return [0] + [int(x) for x in rng.integers(4, n_real, size=n - 1)]
+
+
+def write_gemma3_gguf(path: Path, config, model, tok: PreTrainedTokenizerFast) -> None:
+    # llama.cpp's conventions (FORMATS.md, gemma3): norm weights + 1, NEOX rope (no Q/K
+    # permutation), tied output, the local/global pattern as a per-layer bool array.
+    import gguf
+    w = gguf.GGUFWriter(str(path), "gemma3")
+    w.add_name("cera-parity")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_key_length(config.head_dim)
+    w.add_value_length(config.head_dim)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_rope_freq_base(config.rope_parameters["full_attention"]["rope_theta"])
+    w.add_float32("gemma3.rope.freq_base_swa", config.rope_parameters["sliding_attention"]["rope_theta"])
+    w.add_sliding_window(config.sliding_window)
+    w.add_array("gemma3.attention.sliding_window_pattern", [t == "sliding_attention" for t in config.layer_types])
+    # Tokenizer: byte-level BPE, like `cera convert` writes it (unused ids as [PADn]).
+    tj = json.loads(tok.backend_tokenizer.to_str())
+    tokens = [f"[PAD{i}]" for i in range(N_VOCAB)]
+    types = [gguf.TokenType.UNUSED] * N_VOCAB
+    for text, i in tj["model"]["vocab"].items():
+        tokens[i], types[i] = text, gguf.TokenType.NORMAL
+    for a in tj["added_tokens"]:
+        tokens[a["id"]], types[a["id"]] = a["content"], gguf.TokenType.CONTROL
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("llama-bpe")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(0)
+    w.add_eos_token_id(1)
+    w.add_add_bos_token(True)
+    names = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
+             "self_attn.k_norm": "attn_k_norm", "post_attention_layernorm": "post_attention_norm",
+             "pre_feedforward_layernorm": "ffn_norm", "post_feedforward_layernorm": "post_ffw_norm",
+             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    for name, t in model.state_dict().items():
+        a = t.float().numpy().copy()
+        if name.endswith("norm.weight"):
+            a += 1.0
+        if name == "model.embed_tokens.weight":
+            gguf_name = "token_embd.weight"
+        elif name == "model.norm.weight":
+            gguf_name = "output_norm.weight"
+        elif name == "lm_head.weight":
+            continue  # tied
+        else:
+            parts = name.split(".")  # model.layers.N.<module...>.weight
+            gguf_name = f"blk.{parts[2]}.{names['.'.join(parts[3:-1])]}.weight"
+        w.add_tensor(gguf_name, a)  # numpy [out, in] is GGUF ne [in, out]
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def build_gguf_fixtures(only) -> None:
+    for i, (name, (make_config, family)) in enumerate(GGUF_FIXTURES.items()):
+        if only and name not in only:
+            continue
+        d = OUT / name
+        d.mkdir(parents=True, exist_ok=True)
+        config = make_config()
+        config.architectures = ["Gemma3ForCausalLM"]
+        torch.manual_seed(200 + i)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager").eval()
+        randomize(model, 200 + i)
+        config.save_pretrained(d)
+        tok = train_tokenizer(family)
+        write_gemma3_gguf(d / "model.gguf", config, model, tok)
+        seqs = sequences(len(tok)) + [long_sequence(len(tok), 48)]
+        write_logits(d / "logits.bin", seqs, run_logits(model, seqs))
+        size = sum(f.stat().st_size for f in d.iterdir())
+        print(f"{name}: Gemma3ForCausalLM -> model.gguf, vocab {len(tok)} trained / {N_VOCAB}, {size / 1e6:.2f} MB")
+
+
 def gguf_key_length(path: Path):
     import gguf
     reader = gguf.GGUFReader(path)
@@ -305,7 +415,11 @@ def main() -> None:
     ap.add_argument("--cera", default=str(ROOT / "build-conv" / "apps" / "cli" / "cera"))
     ap.add_argument("--only", nargs="*", default=[], help="build only these fixtures (default: all)")
     args = ap.parse_args()
-    build(args.only) if args.command == "build" else check(args.cera)
+    if args.command == "build":
+        build(args.only)
+        build_gguf_fixtures(args.only)
+    else:
+        check(args.cera)
 
 
 if __name__ == "__main__":
