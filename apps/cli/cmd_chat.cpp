@@ -119,8 +119,9 @@ class ChatLoop {
   void run() {
     const bool interactive = ::isatty(STDIN_FILENO) != 0;
     if (interactive) {
-      fmt::print(stderr, "cera chat: {} on {}, context {} tokens. /help for commands.\n",
-                 options_.model.model, engine_.backend().name(), session_->n_ctx());
+      fmt::print(stderr, "cera chat: {} on {}, context {} tokens (KV cache {:.1f} MiB). /help for commands.\n",
+                 options_.model.model, engine_.backend().name(), session_->n_ctx(),
+                 session_->kv_bytes().total() / 1048576.0);
     }
     if (!options_.first_message.empty()) {
       if (interactive) fmt::print("> {}\n", options_.first_message);
@@ -182,12 +183,15 @@ class ChatLoop {
       fmt::print(stderr,
                  "[stats: {} turns; prompt {} tokens in {:.1f} ms ({:.2f} tokens/s); generated {} "
                  "tokens in {:.1f} ms "
-                 "({:.2f} tokens/s); context {}/{}; context shifts {}]\n",
+                 "({:.2f} tokens/s); context {}/{}; context shifts {}; KV cache {:.1f} MiB "
+                 "(full-length {:.1f}, sliding-window rings {:.1f})]\n",
                  n_turns_, s.n_prompt_tokens, s.prompt_seconds * 1e3,
                  s.n_prompt_tokens / std::max(s.prompt_seconds, 1e-9), s.n_generated_tokens,
                  s.generation_seconds * 1e3,
                  s.n_generated_tokens / std::max(s.generation_seconds, 1e-9),
-                 session_->tokens().size(), session_->n_ctx(), s.n_context_shifts);
+                 session_->tokens().size(), session_->n_ctx(), s.n_context_shifts,
+                 session_->kv_bytes().total() / 1048576.0, session_->kv_bytes().full / 1048576.0,
+                 session_->kv_bytes().ring / 1048576.0);
     } else if (name == "/help") {
       fmt::print(stderr,
                  "/reset  forget the conversation\n/system TEXT  set the system prompt (clears the "

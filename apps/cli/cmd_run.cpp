@@ -86,6 +86,9 @@ void run(const RunOptions& o) {
              engine->backend().name(), engine->load_seconds() * 1e3, s.prompt_seconds * 1e3, s.n_prompt_tokens,
              s.n_prompt_tokens / std::max(s.prompt_seconds, 1e-9), s.generation_seconds * 1e3, s.n_generated_tokens,
              s.n_generated_tokens / std::max(s.generation_seconds, 1e-9), runtime::stop_reason_name(result->reason));
+  const runtime::KvBytes kv = session->kv_bytes();
+  fmt::print(stderr, "KV cache:   {:8.1f} MiB for {} tokens (full-length layers {:.1f} MiB, sliding-window rings {:.1f} MiB)\n",
+             kv.total() / 1048576.0, session->n_ctx(), kv.full / 1048576.0, kv.ring / 1048576.0);
   if (s.n_context_shifts > 0) fmt::print(stderr, "context shifts: {}\n", s.n_context_shifts);
 }
 
