@@ -45,7 +45,9 @@ Result<std::unique_ptr<ops::Backend>> make_backend(const EngineOptions& options)
     return unsupported("--device cuda: this build of cera has no CUDA backend (configure with -DCERA_CUDA=ON)");
   }
 #endif
-  return ops::make_cpu_backend({.n_threads = options.n_threads});
+  return ops::make_cpu_backend({.n_threads = options.n_threads,
+                                 .activations = options.cpu_int8_activations ? ops::ActivationPrecision::kInt8
+                                                                             : ops::ActivationPrecision::kInt8x2});
 }
 
 // kAuto is F16 on a device and F32 on the CPU. On the H200 decode at long context is bound by
@@ -81,7 +83,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
 }
 
 Result<std::unique_ptr<runtime::Session>> Engine::new_session(const runtime::SessionOptions& options) {
-  return runtime::Session::create(*model_, *tokenizer_, options);
+  runtime::SessionOptions o = options;
+  o.kv_type = kv_type_;  // EngineOptions::kv_type decides for every session of the engine
+  return runtime::Session::create(*model_, *tokenizer_, o);
 }
 
 }  // namespace cera::api

@@ -32,6 +32,9 @@ struct EngineOptions {
   int32_t n_threads = 0;           // CPU threads; 0 = every core this process may use
   int32_t max_batch_tokens = 512;  // largest forward() batch (prompt chunk)
   KvTypeChoice kv_type = KvTypeChoice::kAuto;  // of every session's KV cache
+  // CPU only: round activations to one 8-bit term (as llama.cpp and the CUDA GEMV do) instead of
+  // the default two terms; for comparing the backends with the same activation rounding.
+  bool cpu_int8_activations = false;
   model::LoadProgress progress;    // weights loaded so far (bytes), e.g. for a progress bar
 };
 
@@ -48,6 +51,7 @@ class Engine {
   // (DType::kF32 or DType::kF16).
   DType kv_type() const { return kv_type_; }
 
+  // A session whose KV cache has this engine's kv_type() (options.kv_type is replaced).
   Result<std::unique_ptr<runtime::Session>> new_session(const runtime::SessionOptions& options);
 
  private:

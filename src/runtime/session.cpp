@@ -59,7 +59,8 @@ Result<std::unique_ptr<Session>> Session::create(model::Model& model, const toke
   CERA_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model, {.n_slots = n_ctx,
                                                                .block_size = options.kv_block_size,
                                                                .max_batch_tokens = options.n_batch,
-                                                               .max_sequences = 1}));
+                                                               .max_sequences = 1,
+                                                               .kv_type = options.kv_type}));
   return std::unique_ptr<Session>(new Session(model, tokenizer, std::move(cache), options, n_ctx));
 }
 

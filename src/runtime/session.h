@@ -25,6 +25,7 @@ struct SessionOptions {
   int32_t n_keep = 0;          // tokens kept at the start on a context shift (-1: the whole first append)
   bool context_shift = true;   // false: a full context ends generation with kContextFull
   int32_t kv_block_size = 16;
+  DType kv_type = DType::kF32;  // KV cache rows, F32 or F16 (api::Engine::new_session sets its own)
 };
 
 enum class StopReason { kEndOfGeneration, kMaxTokens, kStopString, kCancelled, kContextFull };
