@@ -69,7 +69,9 @@ struct RouterParams {
 };
 
 // One layer's paged K/V storage. A slot is one token's K (or V) row; slot s of block b is row
-// b * block_size + s. The runtime owns the allocation and the block tables.
+// b * block_size + s. The runtime owns the allocation and the block tables. k and v are both F32
+// or both F16 (other types and mixes fail the verbs' checks): F16 rows are written rounded to
+// nearest even by kv_store / kv_rerotate and read as float by attention, whose math is float32.
 struct KvLayer {
   TensorView k;  // [n_head_kv * head_dim, n_slots]
   TensorView v;  // [n_head_kv * head_dim, n_slots]
