@@ -113,8 +113,9 @@ for s in $sections; do
     ;;
   parity)
     # The fixtures are read from the source tree: this folder (the repository root), not the build's path.
-    CERA_TEST_DEVICE=cuda CERA_SOURCE_DIR=$PWD run "parity tests on cuda (every fixture, batch and step)" parity.log \
-      "$MODEL_TESTS" --gtest_filter='Architectures/Parity.*' --gtest_brief=1
+    CERA_TEST_DEVICE=cuda CERA_SOURCE_DIR=$PWD run "parity + lfm2 state tests on cuda (every fixture)" parity.log \
+      "$MODEL_TESTS" --gtest_filter='Architectures/Parity.*:Lfm2Family/RecurrentState.*:RecurrentStateShift.*' \
+      --gtest_brief=1
     grep -E "^parity|FAILED|Failure" "$OUT/parity.log" >"$OUT/parity.md"
     tail -3 "$OUT/parity.log"
     ;;

@@ -289,8 +289,9 @@ TEST(CudaMoeBlock, WholeBlockMatchesCpu) {
         b.moe_combine(out.view, d.view, wts.view);
         results[i] = read_tensor(b, out.view);
       }
-      // Two chained int8 products (the down projection re-quantizes the activation): 1e-4.
-      CERA_EXPECT_CLOSE(results[0], results[1], 1e-4,
+      // The down projection re-quantizes the activation, whose float value differs in the last
+      // bits (expf): a code may round the other way (one step of max|x| / 127), so 1e-3 here.
+      CERA_EXPECT_CLOSE(results[0], results[1], 1e-3,
                         std::string(dtype_name(t)) + " MoE block n_tokens=" + std::to_string(n_tokens));
     }
   }
