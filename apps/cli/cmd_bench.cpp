@@ -110,9 +110,9 @@ void bench(const BenchOptions& o) {
   const int threads = o.model.threads > 0 ? o.model.threads : static_cast<int>(std::thread::hardware_concurrency());
   const bool measure = o.membw && o.roofline_gbs <= 0;
   const double membw = o.roofline_gbs > 0 ? o.roofline_gbs : measure ? measure_read_bandwidth_gbs(threads) : 0.0;
-  fmt::print("model: {} ({}, {:.2f} GiB, {:.1f} M parameters)\nbackend: {}\n", o.model.model,
+  fmt::print("model: {} ({}, {:.2f} GiB, {:.1f} M parameters)\nbackend: {}, kv cache {}\n", o.model.model,
              f.get_or<std::string>("general.name", "?").value_or("?"), f.file_size() / 1073741824.0, params / 1e6,
-             engine->backend().name());
+             engine->backend().name(), dtype_name(engine->kv_type()));
   if (measure) fmt::print("measured memory read bandwidth: {:.1f} GB/s ({} threads)\n", membw, threads);
   if (o.roofline_gbs > 0) fmt::print("roofline: {:.1f} GB/s (--roofline-gbs)\n", membw);
   fmt::print("\n| {:<14} | {:>6} | {:>10} | {:>10} | {:>10} | {:>14} |\n", "test", "depth", "t/s median", "p10", "p90",
