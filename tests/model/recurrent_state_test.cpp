@@ -2,7 +2,8 @@
 // (prefix reuse), a rollback to an earlier chunk and a context shift give the logits of a fresh
 // run; the state is untouched by a shift; prompt processing calls short_conv once per layer and
 // sequence with all of the sequence's tokens. Models: the parity fixtures lfm2, lfm2moe and
-// lfm2_conv (converted to F32 GGUF here), run on the CPU backend.
+// lfm2_conv (converted to F32 GGUF here), run on CERA_TEST_DEVICE's backend (test_device.h; the
+// CPU by default) with an F32 KV cache; the call-count test wraps the CPU backend.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,12 +13,22 @@
 #include "convert/parity_fixture.h"
 #include "ops/cpu/cpu_backend.h"
 #include "runtime/kv_cache.h"
+#include "test_device.h"
 
 namespace cera {
 namespace {
 
 using runtime::KvCache;
 using runtime::SeqId;
+
+// The engine on CERA_TEST_DEVICE's device; a bad device name fails the calling test.
+Result<std::unique_ptr<api::Engine>> load(const std::filesystem::path& model) {
+  const test::TestDevice d = test::test_device();
+  if (!d.error.empty()) return invalid_argument(d.error);
+  auto engine = api::Engine::load({.model_path = model, .device = d.choice, .kv_type = api::KvTypeChoice::kF32});
+  if (!engine.ok()) return engine.status().with_context("CERA_TEST_DEVICE=" + d.name);
+  return engine;
+}
 
 std::filesystem::path converted(const std::string& name) {
   const auto gguf = test::temp_dir() / (name + "-state-f32.gguf");
@@ -97,7 +108,7 @@ std::span<const float> tail(const std::vector<float>& logits, size_t n, int32_t 
 class RecurrentState : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RecurrentState, ForkedSequenceContinuesLikeAFreshRun) {
-  auto engine = api::Engine::load({.model_path = converted(GetParam()), .device = api::DeviceChoice::kCpu});
+  auto engine = load(converted(GetParam()));
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   model::Model& m = (*engine)->model();
   const int32_t nv = m.hparams().n_vocab;
@@ -127,7 +138,7 @@ TEST_P(RecurrentState, ForkedSequenceContinuesLikeAFreshRun) {
 }
 
 TEST_P(RecurrentState, RollbackToAnEarlierChunkRestoresTheState) {
-  auto engine = api::Engine::load({.model_path = converted(GetParam()), .device = api::DeviceChoice::kCpu});
+  auto engine = load(converted(GetParam()));
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   model::Model& m = (*engine)->model();
   const int32_t nv = m.hparams().n_vocab;
@@ -157,7 +168,7 @@ TEST_P(RecurrentState, RollbackToAnEarlierChunkRestoresTheState) {
 }
 
 TEST_P(RecurrentState, ShiftLeavesTheStateOfTheKeptEnd) {
-  auto engine = api::Engine::load({.model_path = converted(GetParam()), .device = api::DeviceChoice::kCpu});
+  auto engine = load(converted(GetParam()));
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   model::Model& m = (*engine)->model();
   auto cache = KvCache::create(m, {.n_slots = 256, .block_size = 16});
@@ -193,7 +204,7 @@ INSTANTIATE_TEST_SUITE_P(Lfm2Family, RecurrentState, ::testing::Values("lfm2", "
 // one-layer attention model). With more layers the comparison is not fair for any design: the
 // kept K/V rows and states were computed while the dropped tokens were still visible.
 TEST(RecurrentStateShift, LogitsMatchAFreshRunOverTheKeptTokens) {
-  auto engine = api::Engine::load({.model_path = converted("lfm2_conv"), .device = api::DeviceChoice::kCpu});
+  auto engine = load(converted("lfm2_conv"));
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   for (int n_keep : {0, 1, 10}) {
     auto s = (*engine)->new_session({.n_ctx = 48, .n_keep = n_keep});
