@@ -19,7 +19,8 @@ void check_layer(const KvLayer& layer) {
   CERA_CHECK_MSG(layer.k.dtype == layer.v.dtype && (layer.k.dtype == DType::kF32 || layer.k.dtype == DType::kF16),
                  "kv layer: K and V must both be F32 or both F16, got " + std::string(dtype_name(layer.k.dtype)) +
                      " and " + std::string(dtype_name(layer.v.dtype)));
-  CERA_CHECK_MSG(layer.k.data != nullptr && layer.v.data != nullptr, "kv layer: null data");
+  CERA_CHECK_MSG((layer.k.data != nullptr && layer.v.data != nullptr) || layer.k.n_elements() == 0,
+                 "kv layer: null data");
   CERA_CHECK(layer.k.cols() == layer.v.cols() && layer.k.rows() == layer.v.rows());
   CERA_CHECK(layer.block_size > 0);
 }
