@@ -11,10 +11,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 
 #include "api/engine.h"
 #include "convert/parity_fixture.h"
+#include "test_device.h"
 
 namespace cera {
 namespace {
@@ -55,26 +55,13 @@ struct RunConfig {
   float tie = 0.0f;
 };
 
-struct TestDevice {
-  api::DeviceChoice choice = api::DeviceChoice::kCpu;
-  std::string name = "cpu";
+// The KV cache types to run on the device, with parity_test.cpp's bounds.
+std::vector<RunConfig> run_configs(api::DeviceChoice device) {
   std::vector<RunConfig> configs = {RunConfig{}};
-};
-
-Result<TestDevice> test_device() {
-  TestDevice d;
-  const char* env = std::getenv("CERA_TEST_DEVICE");
-  if (env == nullptr || env[0] == '\0') return d;
-  d.name = env;
-  const auto choice = api::device_choice_from_name(env);
-  if (!choice || *choice == api::DeviceChoice::kAuto) {
-    return invalid_argument("CERA_TEST_DEVICE='" + d.name + "': expected cpu or cuda");
+  if (device == api::DeviceChoice::kCuda) {
+    configs.push_back({.kv = api::KvTypeChoice::kF16, .kv_name = "f16", .tolerance = 5e-3f, .tie = 5e-3f});
   }
-  d.choice = *choice;
-  if (d.choice == api::DeviceChoice::kCuda) {
-    d.configs.push_back({.kv = api::KvTypeChoice::kF16, .kv_name = "f16", .tolerance = 5e-3f, .tie = 5e-3f});
-  }
-  return d;
+  return configs;
 }
 
 struct FeedMode {
@@ -97,16 +84,16 @@ class SlidingWindowParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SlidingWindowParity, LogitsMatchTransformersHoweverTheTokensAreFed) {
   const std::string name = GetParam();
-  const auto device = test_device();
-  ASSERT_TRUE(device.ok()) << device.status().to_string();
+  const test::TestDevice device = test::test_device();
+  ASSERT_TRUE(device.error.empty()) << device.error;
   auto expected = test::load_expected_logits(test::parity_fixture_dir(name) / "logits.bin");
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
   const uint32_t nv = expected->n_vocab;
-  for (const RunConfig& config : device->configs) {
+  for (const RunConfig& config : run_configs(device.choice)) {
     auto engine = api::Engine::load({.model_path = test::parity_fixture_dir(name) / "model.gguf",
-                                     .device = device->choice,
+                                     .device = device.choice,
                                      .kv_type = config.kv});
-    ASSERT_TRUE(engine.ok()) << "CERA_TEST_DEVICE=" << device->name << ": " << engine.status().to_string();
+    ASSERT_TRUE(engine.ok()) << "CERA_TEST_DEVICE=" << device.name << ": " << engine.status().to_string();
     ASSERT_EQ(nv, static_cast<uint32_t>((*engine)->model().hparams().n_vocab));
     ASSERT_EQ((*engine)->model().kv_geometry().sliding_window, 6);
     for (const FeedMode& mode : feed_modes()) {
@@ -128,12 +115,12 @@ TEST_P(SlidingWindowParity, LogitsMatchTransformersHoweverTheTokensAreFed) {
           }
         }
         const Comparison c = compare(got, seq.logits, nv, config.tie);
-        const std::string where = name + " on " + device->name + " kv " + config.kv_name + ", " + mode.name;
+        const std::string where = name + " on " + device.name + " kv " + config.kv_name + ", " + mode.name;
         EXPECT_LT(c.rel, config.tolerance) << where << ", " << seq.tokens.size() << " tokens";
         EXPECT_EQ(c.argmax_mismatches, 0) << where;
         std::printf("sliding window %-4s kv %-3s %-12s %-14s %2zu tokens: max|delta|/max|logit| = %.2e, argmax "
                     "mismatches %d\n",
-                    device->name.c_str(), config.kv_name, name.c_str(), mode.name, seq.tokens.size(), c.rel,
+                    device.name.c_str(), config.kv_name, name.c_str(), mode.name, seq.tokens.size(), c.rel,
                     c.argmax_mismatches);
       }
     }
