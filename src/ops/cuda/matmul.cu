@@ -1,12 +1,17 @@
-// matmul entry (validation, GEMV or GEMM by batch size) and the prefill path: the weight is
-// dequantized to f16 into scratch (plain F16/BF16 weights are used in place), activations are
-// converted to f16/bf16, and cuBLAS runs the product on tensor cores with float accumulation.
-// This is the stepping stone the brief allows; its cost is one extra write+read of the weight
-// in f16 per call (docs/benchmarks/cuda.md records the prefill numbers it gives).
+// matmul entry (validation, GEMV or GEMM by batch size) and the prefill path. Above
+// kGemvMaxTokens tokens the tensor-core GEMM of gemm_q.cu dequantizes the weight inside the
+// kernel; F32 weights, plain rows it cannot read, and CERA_CUDA_GEMM=cublas (A/B timing) take
+// the older path kept here: the weight dequantized to an f16 copy in scratch (plain F16/BF16 used
+// in place), activations converted to f16/bf16, and cuBLAS with float accumulation, at the cost
+// of one extra write+read of the weight in f16 per call (docs/benchmarks/cuda.md).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/gemm_q.h"
 #include "ops/cuda/quant_units.cuh"
 
 namespace cera::ops::cuda {
@@ -83,6 +88,15 @@ __global__ void add_bias_kernel(const __grid_constant__ BiasParams p) {
   p.out[(i / p.n) * p.out_stride + i % p.n] += p.bias[i % p.n];
 }
 
+// CERA_CUDA_GEMM=cublas: the prefill path dequantizes to f16 and calls cuBLAS (read once).
+bool cublas_gemm_forced() {
+  static const bool forced = [] {
+    const char* e = std::getenv("CERA_CUDA_GEMM");
+    return e != nullptr && std::string_view(e) == "cublas";
+  }();
+  return forced;
+}
+
 }  // namespace
 
 void add_bias(CudaContext& ctx, const TensorView& out, const float* bias) {
@@ -96,6 +110,10 @@ void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
           const TensorView* bias) {
   // graph.cu never records a cuBLAS-sized matmul; it runs such segments eagerly.
   CERA_CHECK_MSG(ctx.mode() != OpMode::kRecord, "gemm: not recordable");
+  if (!cublas_gemm_forced() && gemm_q_supports(weight)) {
+    gemm_q(ctx, out, weight, x, bias);
+    return;
+  }
   const int64_t n_in = weight.cols(), n_out = weight.rows(), n_tokens = x.rows();
   const float alpha = 1.0f, beta = 0.0f;
   const int ldc = int(out.stride() / 4);
