@@ -1,14 +1,16 @@
 // matmul and embed of the CUDA backend against the CPU backend, every supported weight type over
-// a sweep of odd and even shapes and batch sizes covering both paths (GEMV for <= 16 tokens,
-// cuBLAS above). The error of each output is measured against S = sum_i |w_i * x_i| (the
+// a sweep of odd and even shapes and batch sizes covering every path (GEMV for <= 16 tokens; above,
+// the tensor-core GEMM of gemm_q.cu, or cuBLAS for F32 and for plain rows with n_in % 8 != 0;
+// CERA_CUDA_GEMM=cublas sends every type to cuBLAS, for the A/B run). The error of each output is measured against S = sum_i |w_i * x_i| (the
 // dequantized weights times the float activations), which stays meaningful when a dot product
 // cancels to near zero: max |gpu - cpu| / S must be under
 //  - 2e-5 on the GEMV path, every type: the GPU quantizes activations exactly like the CPU (Q8_0
 //    or Q8_K), so the integer block dots agree and only the float summation order differs;
 //  - 2e-5 for F32 weights on the cuBLAS path (float32 SGEMM);
-//  - 2e-3 for F16 and 1e-2 for BF16 and the block formats on the cuBLAS path: activations are
-//    rounded to f16 (2^-11) or bf16 (2^-8) there, and the CPU's 8-bit activations are off the
-//    exact product by up to ~1/127 of S.
+//  - 2e-3 for F16 and 1e-2 for BF16 and the block formats on the prefill path (gemm_q and
+//    cuBLAS alike: f16 or bf16 operands, f32 accumulation): activations are rounded to f16
+//    (2^-11) or bf16 (2^-8) there, dequantized weights to f16 (2^-11), and the CPU's 8-bit
+//    activations are off the exact product by up to ~1/127 of S.
 // Embedding rows are exact dequantizations: 1e-6 on ‖gpu − cpu‖₂ / ‖cpu‖₂.
 #include <algorithm>
 #include <cstring>
@@ -116,11 +118,34 @@ TEST(CudaMatmul, EveryTypeShapeAndBatch) {
   }
 }
 
+// The tensor-core GEMM (gemm_q.cu, 128 tokens x 128 rows x 64 k per block): token counts that
+// leave 1, 33, 2 and 0 tokens in the last tile, row counts that leave a partial tile with an odd
+// (scalar stores) and an even (paired stores) output stride, k with a half-filled last stage
+// (n_in % 64 == 32) and, for F16/BF16, n_in % 32 == 8. Tolerances as for the cuBLAS path: the
+// kernel rounds weights and activations to f16 (bf16 for BF16) and accumulates in f32.
+TEST(CudaMatmul, PrefillTilesAndTails) {
+  CERA_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(4096);
+  for (DType t : kTypes) {
+    const bool k_quant = dtype_block_size(t) == 256, plain = dtype_block_size(t) == 1;
+    std::vector<int64_t> n_ins = k_quant ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{96, 320};
+    if (plain) n_ins.push_back(40);
+    if (quick_sweep()) n_ins.resize(1);
+    const std::vector<int64_t> batches =
+        quick_sweep() ? std::vector<int64_t>{17, 130} : std::vector<int64_t>{17, 33, 130, 512};
+    for (int64_t n_in : n_ins) {
+      for (int64_t n_out : {131, 200}) {
+        for (int64_t n_tokens : batches) check_matmul(t, n_in, n_out, n_tokens, n_out == 200, rng);
+      }
+    }
+  }
+}
+
 TEST(CudaMatmul, LargeRowsBothPaths) {
   CERA_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(99);
   for (DType t : kTypes) {
-    for (int64_t n_tokens : {1, 4, 64}) check_matmul(t, 4096, 1000, n_tokens, false, rng);
+    for (int64_t n_tokens : {1, 4, 64, 300}) check_matmul(t, 4096, 1000, n_tokens, n_tokens == 300, rng);
   }
 }
 
