@@ -73,6 +73,12 @@ for s in $sections; do
           >"$OUT/smol-$dev.txt" 2>"$OUT/smol-$dev.err"
       done
       run "SmolLM2 Q4_1 greedy 64, cuda == cpu" smol-cmp.log cmp "$OUT/smol-cuda.txt" "$OUT/smol-cpu.txt"
+      # The CUDA GEMV rounds activations to one 8-bit term; the CPU's default is two terms.
+      "$CERA" run -m "$smol" --device cpu --cpu-activations int8 -p "The capital of France is" -n 64 --temp 0 \
+        >"$OUT/smol-cpu-int8.txt" 2>"$OUT/smol-cpu-int8.err"
+      run "SmolLM2 Q4_1 greedy 64, cuda == cpu with int8 activations" smol-cmp-int8.log \
+        cmp "$OUT/smol-cuda.txt" "$OUT/smol-cpu-int8.txt"
+      head -c 300 "$OUT/smol-cuda.txt" "$OUT/smol-cpu.txt" "$OUT/smol-cpu-int8.txt"
       # A long prompt goes through the prefill (cuBLAS) path as one chunk.
       prompt=$(printf 'Once upon a time, in a small village by the sea, there lived an old fisherman. %.0s' {1..8})
       for dev in cuda cpu; do

@@ -17,6 +17,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& opts) {
                   "KV cache element type: f16, f32 or auto (f16 on cuda, f32 on the cpu, where accuracy "
                   "results and parity tests use f32)")
       ->check(CLI::IsMember({"f16", "f32", "auto"}));
+  cmd->add_option("--cpu-activations", opts.cpu_activations,
+                  "CPU rounding of activations for quantized weights: int8x2 (two 8-bit terms, default) or "
+                  "int8 (one, as llama.cpp and the CUDA GEMV: for comparing backends)")
+      ->check(CLI::IsMember({"int8", "int8x2"}));
 }
 
 void fail(const char* command, const Status& status) {
@@ -31,6 +35,7 @@ std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const Mode
                                    .n_threads = opts.threads,
                                    .max_batch_tokens = opts.batch,
                                    .kv_type = *api::kv_type_choice_from_name(opts.kv_type),
+                                   .cpu_int8_activations = opts.cpu_activations == "int8",
                                    .progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); }});
   if (!engine.ok()) fail(command, engine.status());
   return std::move(engine).value();

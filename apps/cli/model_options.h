@@ -1,4 +1,5 @@
-// Options shared by every command that loads a model (-m, --device, --threads, -c, -b, --kv-type) and the
+// Options shared by every command that loads a model (-m, --device, --threads, -c, -b, --kv-type,
+// --cpu-activations) and the
 // one function that turns them into an Engine, printing the error and failing the command.
 #pragma once
 
@@ -17,6 +18,7 @@ struct ModelOptions {
   int ctx = 0;
   int batch = 512;
   std::string kv_type = "auto";
+  std::string cpu_activations = "int8x2";
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& opts);

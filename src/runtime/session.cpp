@@ -66,10 +66,9 @@ Result<std::unique_ptr<Session>> Session::create(model::Model& model, const toke
 
 std::span<const float> Session::last_logits() const {
   if (logits_on_device_) {
-    const model::Model::DeviceLogits dl = model_->device_logits();
-    logits_.resize(static_cast<size_t>(dl.view.n_elements()));
-    model_->backend().download(logits_.data(), dl.view);
-    model::apply_logit_softcap(logits_, dl.softcap);
+    logits_.resize(static_cast<size_t>(device_logits_.n_elements()));
+    model_->backend().download(logits_.data(), device_logits_);
+    model::apply_logit_softcap(logits_, logits_softcap_);
     logits_on_device_ = false;
   }
   return logits_;
@@ -82,18 +81,34 @@ Session::Picked Session::pick_candidates(int32_t k) {
     CERA_CHECK_MSG(buffer.ok(), buffer.status().to_string());
     pick_buffer_ = std::move(*buffer);
   }
-  const model::Model::DeviceLogits dl = model_->device_logits();
   std::byte* base = pick_buffer_->data();
   const Device dev = backend.device();
   const TensorView ids = make_view(base, DType::kI32, {k, 1, 1, 1}, dev);
   const TensorView values = make_view(base + 4 * k, DType::kF32, {k, 1, 1, 1}, dev);
   const TensorView lse = make_view(base + 8 * k, DType::kF32, {1, 1, 1, 1}, dev);
-  backend.top_k(ids, values, lse, dl.view, {.k = k, .softcap = dl.softcap});
+  backend.top_k(ids, values, lse, device_logits_, {.k = k, .softcap = logits_softcap_});
   // One read back of all three (they are contiguous).
   pick_host_.resize(static_cast<size_t>(2 * k + 1));
   backend.download(pick_host_.data(), make_view(base, DType::kI32, {2 * k + 1, 1, 1, 1}, dev));
   const auto* f = reinterpret_cast<const float*>(pick_host_.data());
   return {std::span(pick_host_).first(k), std::span(f + k, k), f[2 * k]};
+}
+
+void Session::keep_device_logits() {
+  // The model's logits live in its scratch, which the next forward of any session sharing the
+  // model overwrites: this session keeps its own copy (one row: an exact embed of row 0).
+  ops::Backend& backend = model_->backend();
+  const model::Model::DeviceLogits dl = model_->device_logits();
+  if (!logits_buffer_) {
+    auto buffer = backend.allocate(static_cast<uint64_t>(dl.view.cols()) * 4);
+    CERA_CHECK_MSG(buffer.ok(), buffer.status().to_string());
+    logits_buffer_ = std::move(*buffer);
+    device_logits_ = logits_buffer_->view(DType::kF32, {dl.view.cols(), 1, 1, 1}, backend.device());
+  }
+  const int32_t row = static_cast<int32_t>(dl.view.rows()) - 1;
+  backend.embed(device_logits_, dl.view, std::span(&row, 1), 1.0f);
+  logits_softcap_ = dl.softcap;
+  has_logits_ = logits_on_device_ = true;
 }
 
 int32_t Session::sample_next(Sampler& sampler) {
@@ -215,7 +230,7 @@ Status Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {
       has_logits_ = logits_on_device_ = false;
       return st;
     }
-    if (!all_logits && !outputs_.empty()) has_logits_ = logits_on_device_ = true;
+    if (!all_logits && !outputs_.empty()) keep_device_logits();
     tokens_.insert(tokens_.end(), chunk.begin(), chunk.end());
   }
   if (all_logits && !tokens.empty()) {

@@ -101,6 +101,8 @@ class Session {
     float lse;
   };
   Picked pick_candidates(int32_t k);
+  // Copies the model's last logits row into this session's device buffer (after a forward).
+  void keep_device_logits();
 
   model::Model* model_;
   tokenizer::Tokenizer tokenizer_;
@@ -112,7 +114,10 @@ class Session {
   std::vector<int32_t> tokens_;       // evaluated history (+ pending_ at the end when set)
   std::optional<int32_t> pending_;    // sampled but not yet evaluated
   bool has_logits_ = false;           // something was evaluated since the last reset
-  mutable bool logits_on_device_ = false;  // logits_ not yet read back (model_->device_logits())
+  mutable bool logits_on_device_ = false;  // logits_ not yet read back from device_logits_
+  std::unique_ptr<ops::Buffer> logits_buffer_;  // this session's copy of the last logits row
+  TensorView device_logits_;                    // [n_vocab] in logits_buffer_
+  float logits_softcap_ = 0.0f;                 // still to apply to device_logits_
   mutable std::vector<float> logits_;  // [n_vocab] after the last evaluated token, once read back
   std::unique_ptr<ops::Buffer> pick_buffer_;  // top_k outputs: ids [k], values [k], lse
   std::vector<int32_t> pick_host_;

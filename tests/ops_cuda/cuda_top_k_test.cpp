@@ -18,7 +18,9 @@ struct DeviceOut {
 
 DeviceOut make_out(Backend& b, int32_t k, int64_t rows) {
   DeviceOut o;
-  o.buffer = std::move(*b.allocate(uint64_t(2 * k + 1) * uint64_t(rows) * 4));
+  auto buffer = b.allocate(uint64_t(2 * k + 1) * uint64_t(rows) * 4);
+  EXPECT_TRUE(buffer.ok());
+  o.buffer = std::move(buffer).value();
   std::byte* p = o.buffer->data();
   o.ids = make_view(p, DType::kI32, {k, rows, 1, 1}, b.device());
   o.values = make_view(p + 4 * k * rows, DType::kF32, {k, rows, 1, 1}, b.device());
@@ -49,8 +51,8 @@ TEST(CudaTopK, MatchesTheHostSelection) {
           cuda.download(ids.data(), out.ids);
           const std::vector<float> values = read_tensor(cuda, out.values), lse = read_tensor(cuda, out.lse);
           for (int64_t r = 0; r < rows; ++r) {
-            std::vector<int32_t> want_ids(size_t(k));
-            std::vector<float> want_values(size_t(k));
+            std::vector<int32_t> want_ids(static_cast<size_t>(k));
+            std::vector<float> want_values(static_cast<size_t>(k));
             const float want_lse = select_top_k(std::span(logits).subspan(size_t(r * n), size_t(n)),
                                                 {.k = k, .softcap = softcap}, want_ids, want_values);
             const std::string what = "n=" + std::to_string(n) + " k=" + std::to_string(k) + " ties=" +

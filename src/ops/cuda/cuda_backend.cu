@@ -3,6 +3,7 @@
 // verbs, as Calls, to the GraphRunner (graph.h), which logs them into CUDA graphs or runs them
 // eagerly. Every verb is asynchronous on the one stream; upload/download/synchronize/import and
 // the release of a Buffer first launch what is logged.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,9 +71,12 @@ class CudaBackend final : public Backend {
     }
     if (const char* env = std::getenv("CERA_CUDA_GRAPH_STATS"); env != nullptr && env[0] == '1') {
       const GraphRunner::Stats& s = runner_->stats();
-      std::fprintf(stderr, "cuda graphs: %llu launches, %llu captures, %llu updates, %llu instantiations\n",
+      std::fprintf(stderr,
+                   "cuda graphs: %llu launches, %llu captures, %llu updates, %llu instantiations; host: %.1f us "
+                   "recording + %.1f us launching per launch\n",
                    (unsigned long long)s.launches, (unsigned long long)s.captures, (unsigned long long)s.updates,
-                   (unsigned long long)s.instantiations);
+                   (unsigned long long)s.instantiations, 1e6 * s.record_seconds / double(std::max<uint64_t>(1, s.launches)),
+                   1e6 * s.flush_seconds / double(std::max<uint64_t>(1, s.launches)));
     }
   }
 

@@ -69,6 +69,8 @@ class GraphRunner {
 
   struct Stats {
     uint64_t launches = 0, captures = 0, updates = 0, instantiations = 0;
+    // Host time spent logging verbs (run) and launching logs (flush, captures included).
+    double record_seconds = 0, flush_seconds = 0;
   };
   const Stats& stats() const { return stats_; }
 
