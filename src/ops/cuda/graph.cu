@@ -1,6 +1,7 @@
 // GraphRunner (graph.h): the call log, the staging arena, signatures and the executable-graph
 // cache. Measured effects are in docs/benchmarks/cuda.md.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "ops/cuda/cuda_ops.h"
@@ -10,6 +11,19 @@
 
 namespace cera::ops::cuda {
 namespace {
+
+// Adds the seconds of its scope to a counter (GraphRunner::Stats).
+class HostTimer {
+ public:
+  explicit HostTimer(double& total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+  ~HostTimer() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+  HostTimer(const HostTimer&) = delete;
+  HostTimer& operator=(const HostTimer&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 constexpr uint64_t kArenaBytes = 1ull << 20;  // host arrays of one log (decode needs a few KB)
 constexpr size_t kMaxEntries = 8;             // executable graphs kept (LRU)
@@ -222,6 +236,7 @@ void GraphRunner::run(const Call& call) {
     execute(ctx_, call);
     return;
   }
+  const HostTimer timer(stats_.record_seconds);
   ctx_.set_mode(OpMode::kRecord);
   try {
     execute(ctx_, c);  // validation only
@@ -309,6 +324,7 @@ GraphRunner::Entry& GraphRunner::install(cudaGraph_t graph, uint64_t hash, uint6
 void GraphRunner::flush() {
   segment_ = Segment::kNone;
   if (log_.empty()) return;
+  const HostTimer timer(stats_.flush_seconds);
   if (ctx_.scratch_epoch() != epoch_) {  // scratch moved: every cached graph points at freed memory
     clear_entries();
     epoch_ = ctx_.scratch_epoch();
