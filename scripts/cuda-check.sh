@@ -49,6 +49,9 @@ for s in $sections; do
   tests)
     run "test_ops_cuda (full sweep)" tests.log "$TESTS" --gtest_brief=1
     tail -3 "$OUT/tests.log"
+    CERA_CUDA_GEMM=mma run "test_ops_cuda matmul with the gemm_q prefill GEMM" tests-mma.log \
+      "$TESTS" --gtest_filter='CudaMatmul*:GemmQ*' --gtest_brief=1
+    tail -3 "$OUT/tests-mma.log"
     ;;
   sanitize)
     CERA_CUDA_TEST_QUICK=1 run "compute-sanitizer memcheck (quick sweep)" memcheck.log \
@@ -120,7 +123,7 @@ for s in $sections; do
   parity)
     # The fixtures are read from the source tree: this folder (the repository root), not the build's path.
     CERA_TEST_DEVICE=cuda CERA_SOURCE_DIR=$PWD run "parity + lfm2 state tests on cuda (every fixture)" parity.log \
-      "$MODEL_TESTS" --gtest_filter='Architectures/Parity.*:Lfm2Family/RecurrentState.*:RecurrentStateShift.*' \
+      "$MODEL_TESTS" --gtest_filter='Architectures/Parity.*:Gemma3/SlidingWindowParity.*:Lfm2Family/RecurrentState.*:RecurrentStateShift.*' \
       --gtest_brief=1
     grep -E "^parity|FAILED|Failure" "$OUT/parity.log" >"$OUT/parity.md"
     tail -3 "$OUT/parity.log"

@@ -1,7 +1,8 @@
 // matmul and embed of the CUDA backend against the CPU backend, every supported weight type over
 // a sweep of odd and even shapes and batch sizes covering every path (GEMV for <= 16 tokens; above,
-// the tensor-core GEMM of gemm_q.cu, or cuBLAS for F32 and for plain rows with n_in % 8 != 0;
-// CERA_CUDA_GEMM=cublas sends every type to cuBLAS, for the A/B run). The error of each output is measured against S = sum_i |w_i * x_i| (the
+// the f16 copy + cuBLAS path, or with CERA_CUDA_GEMM=mma the tensor-core GEMM of gemm_q.cu for
+// every type but F32: scripts/cuda-check.sh runs the suite both ways). The error of each output
+// is measured against S = sum_i |w_i * x_i| (the
 // dequantized weights times the float activations), which stays meaningful when a dot product
 // cancels to near zero: max |gpu - cpu| / S must be under
 //  - 2e-5 on the GEMV path, every type: the GPU quantizes activations exactly like the CPU (Q8_0

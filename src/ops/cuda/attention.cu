@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -108,18 +109,23 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // T: the cache element (float or __half). D: elements of a head per lane (head_dim <= 32 D).
-template <class T, int D>
+// G: query heads per block (4 or kMaxGroup): q and the accumulators of G heads live in registers,
+// so the common GQA group of 4 (Llama 3 8B / 1B shapes) instantiates G = 4 and keeps occupancy.
+template <class T, int D, int G>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid_constant__ AttnParams p) {
+  pdl_entry();
   // Entries in flight per warp (K and V: 2 kE row loads). F16 rows keep twice as many in flight
-  // (same bytes per warp as F32) except at D = 8, where the registers of 4 entries would not fit
-  // beside the 8 query heads' q and accumulators.
-  constexpr int kE = D >= 8 ? 2 : (std::is_same_v<T, float> ? 4 : 8);
+  // (same bytes per warp as F32) when only 4 heads' registers sit beside them; at D = 8 the
+  // registers of 4 entries would not fit beside G heads' q and accumulators. (The first F16
+  // version kept 8 in flight beside 8 heads: 214 registers, 2 blocks an SM, slower than F32 on
+  // the H200: 8B Q4_0 tg128 302 vs 333 t/s.)
+  constexpr int kE = D >= 8 ? 2 : (std::is_same_v<T, float> || G > 4 ? 4 : 8);
   const T* cache_k = static_cast<const T*>(p.k);
   const T* cache_v = static_cast<const T*>(p.v);
   extern __shared__ float smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * kMaxGroup;
-  const int ng = min(kMaxGroup, p.n_group - g0);
+  const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * G;
+  const int ng = min(G, p.n_group - g0);
   const int64_t t = blockIdx.y;
   const int split = blockIdx.z;
   const int32_t pos = p.positions[t];
@@ -129,9 +135,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   const int lo = max(first, split * split_len), hi = min(pos, (split + 1) * split_len - 1);
   const int h0 = kvh * p.n_group + g0;
 
-  float qr[kMaxGroup][D], acc[kMaxGroup][D], m[kMaxGroup], l[kMaxGroup];
+  float qr[G][D], acc[G][D], m[G], l[G];
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
+  for (int g = 0; g < G; ++g) {
     m[g] = -INFINITY;
     l[g] = 0.0f;
 #pragma unroll
@@ -152,7 +158,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
       load_head<D>(cache_v + slot * p.v_stride + koff, lane, p.head_dim, p.vec_rows, vv[j]);
     }
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
+    for (int g = 0; g < G; ++g) {
       if (g >= ng) break;
       float s[kE], mx = m[g];
 #pragma unroll
@@ -180,32 +186,32 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
       m[g] = mx;
     }
   }
-  // Merge the warps: smem = [warps][kMaxGroup][head_dim] accumulators, then (max, sum) pairs.
+  // Merge the warps: smem = [warps][G][head_dim] accumulators, then (max, sum) pairs.
   const int hd = p.head_dim;
   float* s_acc = smem;
-  float2* s_ml = reinterpret_cast<float2*>(smem + kAttnWarps * kMaxGroup * hd);
+  float2* s_ml = reinterpret_cast<float2*>(smem + kAttnWarps * G * hd);
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
+  for (int g = 0; g < G; ++g) {
     if (g >= ng) break;
 #pragma unroll
     for (int d = 0; d < D; ++d) {
       const int i = lane * D + d;
-      if (i < hd) s_acc[(warp * kMaxGroup + g) * hd + i] = acc[g][d];
+      if (i < hd) s_acc[(warp * G + g) * hd + i] = acc[g][d];
     }
-    if (lane == 0) s_ml[warp * kMaxGroup + g] = make_float2(m[g], l[g]);
+    if (lane == 0) s_ml[warp * G + g] = make_float2(m[g], l[g]);
   }
   __syncthreads();
   for (int idx = threadIdx.x; idx < ng * hd; idx += blockDim.x) {
     const int g = idx / hd, i = idx % hd;
     float mx = -INFINITY;
-    for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, s_ml[w * kMaxGroup + g].x);
+    for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, s_ml[w * G + g].x);
     float sum = 0.0f, a = 0.0f;
     if (mx > -INFINITY) {
       for (int w = 0; w < kAttnWarps; ++w) {
-        const float2 ml = s_ml[w * kMaxGroup + g];
+        const float2 ml = s_ml[w * G + g];
         const float f = __expf(ml.x - mx);
         sum += ml.y * f;
-        a += s_acc[(w * kMaxGroup + g) * hd + i] * f;
+        a += s_acc[(w * G + g) * hd + i] * f;
       }
     }
     const int h = h0 + g;
@@ -224,6 +230,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
 // over splits is branch-free loads the compiler batches (the first version, a branch and a
 // dependent (max, sum) load per split and element, cost ~0.5 ms a token at 8B, depth 4096).
 __global__ void attention_merge_kernel(const __grid_constant__ AttnParams p) {
+  pdl_entry();
   __shared__ float s_f[kMaxSplits];
   __shared__ float s_inv;
   const int h = blockIdx.x;
@@ -273,17 +280,18 @@ HeadsView heads_of(const TensorView& v, int64_t head_dim, int64_t n_head, int64_
   return {reinterpret_cast<float*>(v.data), s, head_dim};
 }
 
-// Instantiated: T in {float, __half} x D in {1, 2, 4, 8} (head_dim <= 32, 64, 128, 256).
-template <class T>
+// Instantiated: T in {float, __half} x D in {1, 2, 4, 8} (head_dim <= 32, 64, 128, 256) x G in
+// {4, kMaxGroup}.
+template <class T, int G>
 void launch_attention(CudaContext& ctx, dim3 grid, size_t smem, const AttnParams& p, int32_t head_dim) {
   if (head_dim <= 32) {
-    attention_kernel<T, 1><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+    launch(ctx.stream(), attention_kernel<T, 1, G>, grid, kAttnWarps * 32, smem, p);
   } else if (head_dim <= 64) {
-    attention_kernel<T, 2><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+    launch(ctx.stream(), attention_kernel<T, 2, G>, grid, kAttnWarps * 32, smem, p);
   } else if (head_dim <= 128) {
-    attention_kernel<T, 4><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+    launch(ctx.stream(), attention_kernel<T, 4, G>, grid, kAttnWarps * 32, smem, p);
   } else {
-    attention_kernel<T, 8><<<grid, kAttnWarps * 32, smem, ctx.stream()>>>(p);
+    launch(ctx.stream(), attention_kernel<T, 8, G>, grid, kAttnWarps * 32, smem, p);
   }
 }
 
@@ -335,7 +343,8 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.head_dim = a.head_dim;
   p.n_head = a.n_head;
   p.n_group = a.n_head / a.n_head_kv;
-  p.n_chunks = (p.n_group + kMaxGroup - 1) / kMaxGroup;
+  const int group_cap = p.n_group <= 4 ? 4 : kMaxGroup;  // the kernel's G
+  p.n_chunks = (p.n_group + group_cap - 1) / group_cap;
   p.window = a.sliding_window;
   p.scale = a.scale;
   p.softcap = a.softcap;
@@ -367,18 +376,20 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
     p.partial_acc = buf;
     p.partial_ml = reinterpret_cast<float2*>(buf + n_part * a.head_dim);
   }
-  const size_t smem = size_t(kAttnWarps) * kMaxGroup * (a.head_dim * sizeof(float) + sizeof(float2));
+  const size_t smem = size_t(kAttnWarps) * group_cap * (a.head_dim * sizeof(float) + sizeof(float2));
   const dim3 grid(unsigned(a.n_head_kv * p.n_chunks), unsigned(n_tokens), unsigned(n_split));
   CERA_CHECK_MSG(n_tokens < 65536, "attention: at most 65535 tokens per call");
   if (!ctx.launching()) return;
   if (f16) {
-    launch_attention<__half>(ctx, grid, smem, p, a.head_dim);
+    group_cap == 4 ? launch_attention<__half, 4>(ctx, grid, smem, p, a.head_dim)
+                   : launch_attention<__half, kMaxGroup>(ctx, grid, smem, p, a.head_dim);
   } else {
-    launch_attention<float>(ctx, grid, smem, p, a.head_dim);
+    group_cap == 4 ? launch_attention<float, 4>(ctx, grid, smem, p, a.head_dim)
+                   : launch_attention<float, kMaxGroup>(ctx, grid, smem, p, a.head_dim);
   }
   CERA_CUDA_LAUNCHED();
   if (n_split > 1) {
-    attention_merge_kernel<<<dim3(unsigned(a.n_head), unsigned(n_tokens)), 128, 0, ctx.stream()>>>(p);
+    launch(ctx.stream(), attention_merge_kernel, dim3(unsigned(a.n_head), unsigned(n_tokens)), 128, 0, p);
     CERA_CUDA_LAUNCHED();
   }
 }

@@ -2,6 +2,7 @@
 // scale (one thread per element over strided rows). They move n_embd or n_ff floats per token,
 // small next to the matmuls; the float order follows the CPU reference ((x * inv) * w).
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -20,6 +21,7 @@ struct RmsNormParams {
 };
 
 __global__ void rms_norm_kernel(const __grid_constant__ RmsNormParams p) {
+  pdl_entry();
   __shared__ float partial[32];
   const int64_t r = blockIdx.x;
   const float* x = p.x.data + r * p.x.stride;
@@ -55,6 +57,7 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 }
 
 __global__ void elementwise_kernel(const __grid_constant__ ElementwiseParams p) {
+  pdl_entry();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= p.n) return;
   const int64_t r = i / p.cols, c = i % p.cols;
@@ -75,7 +78,7 @@ void check_same_shape(const TensorView& a, const TensorView& b, const char* what
 
 void launch_elementwise(CudaContext& ctx, const ElementwiseParams& p) {
   if (p.n == 0 || !ctx.launching()) return;
-  elementwise_kernel<<<ceil_div(p.n, 256), 256, 0, ctx.stream()>>>(p);
+  launch(ctx.stream(), elementwise_kernel, ceil_div(p.n, 256), 256, 0, p);
   CERA_CUDA_LAUNCHED();
 }
 
@@ -93,7 +96,7 @@ void rms_norm(CudaContext& ctx, const TensorView& out, const TensorView& x, cons
   const unsigned threads = n >= 1024 ? 512 : (n >= 256 ? 256 : 32 * ceil_div(n, 32));
   CERA_CHECK_MSG(x.rows() < (int64_t{1} << 31), "rms_norm: too many rows");
   if (!ctx.launching()) return;
-  rms_norm_kernel<<<unsigned(x.rows()), threads, 0, ctx.stream()>>>(p);
+  launch(ctx.stream(), rms_norm_kernel, unsigned(x.rows()), threads, 0, p);
   CERA_CUDA_LAUNCHED();
 }
 

@@ -3,6 +3,7 @@
 // which the output head gathers by row) one thread per element.
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/quant_units.cuh"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -20,6 +21,7 @@ struct EmbedParams {
 
 template <DType T>
 __global__ void embed_q_kernel(const __grid_constant__ EmbedParams p) {
+  pdl_entry();
   const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t t = blockIdx.y;
   if (j >= p.units_per_row) return;
@@ -31,6 +33,7 @@ __global__ void embed_q_kernel(const __grid_constant__ EmbedParams p) {
 
 template <DType T>
 __global__ void embed_plain_kernel(const __grid_constant__ EmbedParams p) {
+  pdl_entry();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t t = blockIdx.y;
   if (i >= p.n_embd) return;
@@ -90,7 +93,7 @@ void embed(CudaContext& ctx, const TensorView& out, const TensorView& table, std
   p.scale = scale;
   const unsigned threads = plain ? 256 : 64;
   if (!ctx.launching()) return;
-  kernel<<<dim3(ceil_div(p.units_per_row, threads), unsigned(n_tokens)), threads, 0, ctx.stream()>>>(p);
+  launch(ctx.stream(), kernel, dim3(ceil_div(p.units_per_row, threads), unsigned(n_tokens)), threads, 0, p);
   CERA_CUDA_LAUNCHED();
 }
 

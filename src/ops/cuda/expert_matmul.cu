@@ -9,6 +9,7 @@
 // per tile and experts nobody chose are never read.
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/gemv_kernels.cuh"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -98,6 +99,7 @@ __device__ __forceinline__ void expert_rows(const ExpertParams& p, int64_t e, in
 // group y is "the expert row y chose", led by its first row; grouped: tile y.
 template <DType T, int kVec>
 __global__ void __launch_bounds__(kWarps * 32) experts_kernel(const __grid_constant__ ExpertParams p) {
+  pdl_entry();
   const int lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
   if (row >= p.n_out) return;  // whole warps: no block-wide synchronisation below
@@ -144,6 +146,7 @@ struct GroupParams {
 // kSortThreads at a time, stably: a row's rank is its expert's cursor + rows of the same expert in
 // lower lanes (__match_any_sync) + in lower warps (per-warp counts in shared memory).
 __global__ void __launch_bounds__(kSortThreads) group_rows_kernel(const __grid_constant__ GroupParams p) {
+  pdl_entry();
   extern __shared__ int32_t shared[];
   int32_t* cursor = shared;                   // [n_expert]: counts, then the next grouped position
   int32_t* warp_count = shared + p.n_expert;  // [kSortWarps][n_expert]
@@ -294,10 +297,10 @@ void matmul_experts(CudaContext& ctx, const TensorView& out, const TensorView& e
   if (!ctx.launching()) return;
   if (grouped) {
     const size_t shared = size_t(kSortWarps + 1) * size_t(n_expert) * sizeof(int32_t);
-    group_rows_kernel<<<1, kSortThreads, shared, ctx.stream()>>>(g);
+    launch(ctx.stream(), group_rows_kernel, 1, kSortThreads, shared, g);
     CERA_CUDA_LAUNCHED();
   }
-  kernel<<<dim3(ceil_div(n_out, kWarps), unsigned(groups)), kWarps * 32, 0, ctx.stream()>>>(p);
+  launch(ctx.stream(), kernel, dim3(ceil_div(n_out, kWarps), unsigned(groups)), kWarps * 32, 0, p);
   CERA_CUDA_LAUNCHED();
   forget_overwritten_activations(ctx, out);
 }

@@ -4,6 +4,7 @@
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/fused.h"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -27,6 +28,7 @@ struct NormParams {
 // One block per row, like rms_norm_kernel: [add,] sum of squares, then out = x * inv * w
 // [and its Q8_0 codes]. Saves 1-2 launches per use.
 __global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
+  pdl_entry();
   __shared__ float partial[32];
   const int64_t r = blockIdx.x;
   const float* x = p.add ? p.sum + r * p.sum_stride : p.a + r * p.a_stride;
@@ -85,6 +87,7 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 
 // One warp per 32 elements: out = act(gate) * up (as elementwise_kernel) and its Q8_0 codes.
 __global__ void act_quant_kernel(const __grid_constant__ ActQuantParams p) {
+  pdl_entry();
   const int lane = threadIdx.x & 31;
   const int64_t blk = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int64_t t = blockIdx.y;
@@ -115,6 +118,7 @@ struct RopeStoreParams {
 // __half, rounded like kv_store). Saves 2 launches per layer.
 template <class C>
 __global__ void rope_store_kernel(const __grid_constant__ RopeStoreParams p) {
+  pdl_entry();
   const int unit = blockIdx.x;
   const int64_t t = blockIdx.y;
   const int32_t pos = p.positions[t];
@@ -197,7 +201,7 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
     p.ds = a.ds;
   }
   ctx.act_cache() = {};
-  add_norm_quant_kernel<<<unsigned(x.rows()), norm_threads(p.n), 0, ctx.stream()>>>(p);
+  launch(ctx.stream(), add_norm_quant_kernel, unsigned(x.rows()), norm_threads(p.n), 0, p);
   CERA_CUDA_LAUNCHED();
   if (quant) ctx.act_cache() = {n.out.data, n.out.stride(), n.out.cols(), n.out.rows(), 32};
   return has_add ? 2 : 1;
@@ -210,7 +214,7 @@ size_t fuse_act_quant(CudaContext& ctx, const Call& c, const Call* next) {
                    reinterpret_cast<float*>(c.out.data), c.a.stride() / 4, c.b.stride() / 4, c.out.stride() / 4,
                    c.out.cols(), c.act == Activation::kGeluTanh, a.q, a.ds};
   ctx.act_cache() = {};
-  act_quant_kernel<<<dim3(ceil_div(p.n / 32, 8), unsigned(c.out.rows())), 256, 0, ctx.stream()>>>(p);
+  launch(ctx.stream(), act_quant_kernel, dim3(ceil_div(p.n / 32, 8), unsigned(c.out.rows())), 256, 0, p);
   CERA_CUDA_LAUNCHED();
   ctx.act_cache() = {c.out.data, c.out.stride(), c.out.cols(), c.out.rows(), 32};
   return 1;
@@ -259,9 +263,9 @@ size_t fuse_rope_store(CudaContext& ctx, const Call& rq, const Call* rk, const C
   const unsigned threads = rq.rope.n_rot / 2 >= 64 ? 64 : 32;  // as launch_rope
   const dim3 grid(unsigned(p.n_head + n_kv_heads), unsigned(n_tokens));
   if (f16) {
-    rope_store_kernel<__half><<<grid, threads, 0, ctx.stream()>>>(p);
+    launch(ctx.stream(), rope_store_kernel<__half>, grid, threads, 0, p);
   } else {
-    rope_store_kernel<float><<<grid, threads, 0, ctx.stream()>>>(p);
+    launch(ctx.stream(), rope_store_kernel<float>, grid, threads, 0, p);
   }
   CERA_CUDA_LAUNCHED();
   return 3;

@@ -9,6 +9,7 @@
 // bytes once from DRAM (blocks along tokens run adjacent and share each weight tile in L2).
 #include "ops/cuda/gemm_q.cuh"
 #include "ops/cuda/gemm_q.h"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -72,6 +73,7 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
 
 template <DType T>
 __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_constant__ GemmQParams p) {
+  pdl_entry();
   using Chunk = GemmChunk<T>;
   using Raw = typename Chunk::Raw;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -213,6 +215,7 @@ struct ConvertXParams {
 // x (float rows) -> zero-padded f16 / bf16 rows: one thread per 8 outputs.
 template <bool kBf16>
 __global__ void convert_x_kernel(const __grid_constant__ ConvertXParams p) {
+  pdl_entry();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= p.n_vec) return;
   const int64_t per_row = p.k_pad / 8, row = i / per_row, k0 = (i % per_row) * 8;
@@ -294,9 +297,9 @@ void gemm_q(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
   ConvertXParams cp{reinterpret_cast<const float*>(x.data), x.stride() / 4, xh, n_in, m_pad * k_pad / 8,
                     int(n_tokens), int(k_pad)};
   if (bf16) {
-    convert_x_kernel<true><<<ceil_div(cp.n_vec, 256), 256, 0, ctx.stream()>>>(cp);
+    launch(ctx.stream(), convert_x_kernel<true>, ceil_div(cp.n_vec, 256), 256, 0, cp);
   } else {
-    convert_x_kernel<false><<<ceil_div(cp.n_vec, 256), 256, 0, ctx.stream()>>>(cp);
+    launch(ctx.stream(), convert_x_kernel<false>, ceil_div(cp.n_vec, 256), 256, 0, cp);
   }
   CERA_CUDA_LAUNCHED();
 
@@ -315,7 +318,7 @@ void gemm_q(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
   const GemmKernel k = kernel_of(weight.dtype);
   allow_smem(weight.dtype, k);
   const dim3 grid(unsigned(m_pad / kBM), ceil_div(n_out, kBN));
-  k<<<grid, kThreads, kSmemBytes, ctx.stream()>>>(p);
+  launch(ctx.stream(), k, grid, kThreads, kSmemBytes, p);
   CERA_CUDA_LAUNCHED();
 }
 

@@ -4,6 +4,7 @@
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/gemv_kernels.cuh"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -21,6 +22,7 @@ struct QuantizeActParams {
 // Q8_0 like quant::quantize_activation_row: one warp per 32-element block, d = max|x| / 127,
 // codes round-half-away(clamp(x * (1 / d))), d stored as fp16.
 __global__ void quantize_q8_0_kernel(const __grid_constant__ QuantizeActParams p) {
+  pdl_entry();
   const int lane = threadIdx.x & 31;
   const int64_t blk = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int64_t t = blockIdx.y;
@@ -32,6 +34,7 @@ __global__ void quantize_q8_0_kernel(const __grid_constant__ QuantizeActParams p
 // Q8_K like the CPU reference: one warp per 256 elements (8 per lane); the signed value of
 // largest magnitude (the first on ties) maps to -127, codes round half to even, d = 1 / iscale.
 __global__ void quantize_q8_k_kernel(const __grid_constant__ QuantizeActParams p) {
+  pdl_entry();
   const int lane = threadIdx.x & 31;
   const int64_t blk = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int64_t t = blockIdx.y;
@@ -143,9 +146,9 @@ ActQ8 quantize_activations(CudaContext& ctx, const TensorView& x, int64_t act_bl
                          a.ds + r0 * (n_in / 32), n_in};
     const dim3 grid(ceil_div(n_in / act_block, 8), unsigned(rows));
     if (act_block == 32) {
-      quantize_q8_0_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+      launch(ctx.stream(), quantize_q8_0_kernel, grid, 256, 0, qp);
     } else {
-      quantize_q8_k_kernel<<<grid, 256, 0, ctx.stream()>>>(qp);
+      launch(ctx.stream(), quantize_q8_k_kernel, grid, 256, 0, qp);
     }
     CERA_CUDA_LAUNCHED();
   }
@@ -217,7 +220,7 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
     }
     const GemvKernel k = pick_kernel(t, b, vec).kernel;
     CERA_CHECK_MSG(k != nullptr, "gemv: no kernel for " + std::string(dtype_name(t)));
-    k<<<unsigned(blocks), kWarps * 32, 0, ctx.stream()>>>(pp);
+    launch(ctx.stream(), k, unsigned(blocks), kWarps * 32, 0, pp);
     CERA_CUDA_LAUNCHED();
   }
 }

@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/launch.cuh"
 #include "ops/cuda/quant_units.cuh"
 
 namespace cera::ops::cuda::gemv_detail {
@@ -99,12 +100,23 @@ __device__ __forceinline__ void q_row_dot(const QWeight& w, int64_t base, int64_
   }
 }
 
+// Before pdl_entry (launch.cuh) a warp may only touch its weight row, which no kernel writes:
+// asking L2 for the row's first 4 KB starts the DRAM reads while the previous kernel finishes.
+__device__ __forceinline__ void prefetch_row(const uint8_t* row, int64_t bytes) {
+  const int lane = threadIdx.x & 31;
+  for (int64_t off = int64_t(lane) * 128; off < bytes && off < 4096; off += 32 * 128) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
+  }
+}
+
 template <DType T, int B, int kUnroll = Unit<T>::kElems == 32 ? 4 : 2>
 __global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_constant__ GemvParams p) {
   const GemvPart& P = part_of(p);
   const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
   if (row >= P.n_out) return;
   const int64_t nu = p.units_per_row;
+  prefetch_row(P.w.r0 + row * nu * Unit<T>::kCodeBytes, nu * Unit<T>::kCodeBytes);
+  pdl_entry();
   ActRow x[B];
   for (int t = 0; t < B; ++t) x[t] = {p.xq + t * p.n_in, p.xds + t * (p.n_in / 32)};
   float acc[B] = {};
@@ -171,6 +183,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_f_kernel(const __grid_consta
   const GemvPart& P = part_of(p);
   const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
   if (row >= P.n_out) return;
+  prefetch_row(P.w.r0 + row * P.w.row_stride, p.n_in * (T == DType::kF32 ? 4 : 2));
+  pdl_entry();
   const float* x[B];
   for (int t = 0; t < B; ++t) x[t] = p.xf + t * p.xf_stride;
   float acc[B] = {};

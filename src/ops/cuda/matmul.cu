@@ -1,9 +1,9 @@
 // matmul entry (validation, GEMV or GEMM by batch size) and the prefill path. Above
-// kGemvMaxTokens tokens the tensor-core GEMM of gemm_q.cu dequantizes the weight inside the
-// kernel; F32 weights, plain rows it cannot read, and CERA_CUDA_GEMM=cublas (A/B timing) take
-// the older path kept here: the weight dequantized to an f16 copy in scratch (plain F16/BF16 used
+// kGemvMaxTokens tokens, by default (and for F32 weights and plain rows gemm_q cannot read) the
+// path kept here runs: the weight dequantized to an f16 copy in scratch (plain F16/BF16 used
 // in place), activations converted to f16/bf16, and cuBLAS with float accumulation, at the cost
-// of one extra write+read of the weight in f16 per call (docs/benchmarks/cuda.md).
+// of one extra write+read of the weight in f16 per call (docs/benchmarks/cuda.md);
+// CERA_CUDA_GEMM=mma runs the tensor-core GEMM of gemm_q.cu, which dequantizes inside the kernel.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -13,6 +13,7 @@
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/gemm_q.h"
 #include "ops/cuda/quant_units.cuh"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -26,6 +27,7 @@ struct DequantParams {
 
 template <DType T>
 __global__ void dequant_f16_kernel(const __grid_constant__ DequantParams p) {
+  pdl_entry();
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= p.n_chunks) return;
   const int64_t row = c / p.chunks_per_row, j = c % p.chunks_per_row;
@@ -64,6 +66,7 @@ struct ConvertParams {
 };
 
 __global__ void convert_x_kernel(const __grid_constant__ ConvertParams p) {
+  pdl_entry();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= p.n) return;
   const float v = p.x[(i / p.n_in) * p.x_stride + i % p.n_in];
@@ -83,16 +86,20 @@ struct BiasParams {
 };
 
 __global__ void add_bias_kernel(const __grid_constant__ BiasParams p) {
+  pdl_entry();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= p.n * p.rows) return;
   p.out[(i / p.n) * p.out_stride + i % p.n] += p.bias[i % p.n];
 }
 
-// CERA_CUDA_GEMM=cublas: the prefill path dequantizes to f16 and calls cuBLAS (read once).
+// The prefill path: dequantized f16 copy + cuBLAS by default; CERA_CUDA_GEMM=mma selects
+// gemm_q.cu's in-kernel dequantizing mma.sync GEMM, which measured 0.3-0.85x the cuBLAS path's
+// speed on the 8B shapes on the H200 (docs/benchmarks/cuda.md, v4): kept for its tests and
+// for the next version (wgmma), not used by default.
 bool cublas_gemm_forced() {
   static const bool forced = [] {
     const char* e = std::getenv("CERA_CUDA_GEMM");
-    return e != nullptr && std::string_view(e) == "cublas";
+    return !(e != nullptr && std::string_view(e) == "mma");
   }();
   return forced;
 }
@@ -102,7 +109,7 @@ bool cublas_gemm_forced() {
 void add_bias(CudaContext& ctx, const TensorView& out, const float* bias) {
   BiasParams p{reinterpret_cast<float*>(out.data), out.stride() / 4, bias, out.cols(), out.rows()};
   if (p.n * p.rows == 0 || !ctx.launching()) return;
-  add_bias_kernel<<<ceil_div(p.n * p.rows, 256), 256, 0, ctx.stream()>>>(p);
+  launch(ctx.stream(), add_bias_kernel, ceil_div(p.n * p.rows, 256), 256, 0, p);
   CERA_CUDA_LAUNCHED();
 }
 
@@ -127,14 +134,14 @@ void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
     const bool bf16 = weight.dtype == DType::kBF16;
     void* xh = ctx.scratch(ScratchKind::kGemmX, uint64_t(n_in * n_tokens) * 2);
     ConvertParams cp{reinterpret_cast<const float*>(x.data), x.stride() / 4, xh, n_in, n_in * n_tokens, bf16};
-    convert_x_kernel<<<ceil_div(cp.n, 256), 256, 0, ctx.stream()>>>(cp);
+    launch(ctx.stream(), convert_x_kernel, ceil_div(cp.n, 256), 256, 0, cp);
     CERA_CUDA_LAUNCHED();
     const void* wh = weight.data;
     int lda = int(weight.stride() / 2);
     if (dtype_block_size(weight.dtype) != 1) {
       auto* buf = static_cast<__half*>(ctx.scratch(ScratchKind::kGemmWeight, uint64_t(n_in * n_out) * 2));
       DequantParams dp{qweight_of(weight.dtype, weight.data, n_in, n_out, 0), buf, n_in / 32, n_out * (n_in / 32)};
-      dequant_kernel(weight.dtype)<<<ceil_div(dp.n_chunks, 128), 128, 0, ctx.stream()>>>(dp);
+      launch(ctx.stream(), dequant_kernel(weight.dtype), ceil_div(dp.n_chunks, 128), 128, 0, dp);
       CERA_CUDA_LAUNCHED();
       wh = buf;
       lda = int(n_in);

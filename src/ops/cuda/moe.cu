@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -30,6 +31,7 @@ struct RouteParams {
 __device__ __forceinline__ bool better(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
 
 __global__ void __launch_bounds__(kRouteWarps * 32) moe_route_kernel(const __grid_constant__ RouteParams p) {
+  pdl_entry();
   extern __shared__ float shared[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int64_t t = int64_t(blockIdx.x) * kRouteWarps + warp;
@@ -113,6 +115,7 @@ struct CombineParams {
 };
 
 __global__ void moe_combine_kernel(const __grid_constant__ CombineParams p) {
+  pdl_entry();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= p.n) return;
   for (int64_t t = blockIdx.y; t < p.n_tokens; t += gridDim.y) {
@@ -165,7 +168,7 @@ void moe_route(CudaContext& ctx, const TensorView& ids, const TensorView& weight
                       params.scale};
   if (!ctx.launching()) return;
   const size_t shared = size_t(kRouteWarps) * 2 * size_t(n_expert) * sizeof(float);
-  moe_route_kernel<<<ceil_div(n_tokens, kRouteWarps), kRouteWarps * 32, shared, ctx.stream()>>>(p);
+  launch(ctx.stream(), moe_route_kernel, ceil_div(n_tokens, kRouteWarps), kRouteWarps * 32, shared, p);
   CERA_CUDA_LAUNCHED();
 }
 
@@ -190,7 +193,7 @@ void moe_combine(CudaContext& ctx, const TensorView& out, const TensorView& expe
                         int32_t(k)};
   if (!ctx.launching()) return;
   const dim3 grid(ceil_div(n, 256), unsigned(std::min<int64_t>(n_tokens, 65535)));
-  moe_combine_kernel<<<grid, 256, 0, ctx.stream()>>>(p);
+  launch(ctx.stream(), moe_combine_kernel, grid, 256, 0, p);
   CERA_CUDA_LAUNCHED();
 }
 

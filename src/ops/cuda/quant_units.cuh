@@ -68,6 +68,7 @@ struct Unit;
 template <>
 struct Unit<DType::kQ4_0> {
   static constexpr int kElems = 32;
+  static constexpr int kCodeBytes = 16;  // bytes per unit in plane r0 (a row's units are contiguous)
   struct Raw { uint4 qs; float d; };
   __device__ static Raw load(const QWeight& w, int64_t b) { return {ld16(w.r0 + b * 16), f16(w.r1 + b * 2)}; }
   __device__ static Raw load_stream(const QWeight& w, int64_t b) {
@@ -85,6 +86,7 @@ struct Unit<DType::kQ4_0> {
 template <>
 struct Unit<DType::kQ4_1> {
   static constexpr int kElems = 32;
+  static constexpr int kCodeBytes = 16;  // bytes per unit in plane r0 (a row's units are contiguous)
   struct Raw { uint4 qs; float d, m; };
   __device__ static Raw load(const QWeight& w, int64_t b) {
     const __half2 dm = __ldg(reinterpret_cast<const __half2*>(w.r1) + b);
@@ -116,6 +118,7 @@ __device__ __forceinline__ int dot_q5(const uint4& qs, uint32_t qh, const uint4&
 template <>
 struct Unit<DType::kQ5_0> {
   static constexpr int kElems = 32;
+  static constexpr int kCodeBytes = 16;  // bytes per unit in plane r0 (a row's units are contiguous)
   struct Raw { uint4 qs; uint32_t qh; float d; };
   __device__ static Raw load(const QWeight& w, int64_t b) {
     return {ld16(w.r0 + b * 16), __ldg(reinterpret_cast<const uint32_t*>(w.r1) + b), f16(w.r2 + b * 2)};
@@ -132,6 +135,7 @@ struct Unit<DType::kQ5_0> {
 template <>
 struct Unit<DType::kQ5_1> {
   static constexpr int kElems = 32;
+  static constexpr int kCodeBytes = 16;  // bytes per unit in plane r0 (a row's units are contiguous)
   struct Raw { uint4 qs; uint32_t qh; float d, m; };
   __device__ static Raw load(const QWeight& w, int64_t b) {
     const __half2 dm = __ldg(reinterpret_cast<const __half2*>(w.r2) + b);
@@ -152,6 +156,7 @@ struct Unit<DType::kQ5_1> {
 template <>
 struct Unit<DType::kQ8_0> {
   static constexpr int kElems = 32;
+  static constexpr int kCodeBytes = 32;  // bytes per unit in plane r0 (a row's units are contiguous)
   struct Raw { uint4 q0, q1; float d; };
   __device__ static Raw load(const QWeight& w, int64_t b) {
     return {ld16(w.r0 + b * 32), ld16(w.r0 + b * 32 + 16), f16(w.r1 + b * 2)};
@@ -194,6 +199,7 @@ __device__ __forceinline__ float combine_k4(const uint4& hdr, int r, int dot_lo,
 template <>
 struct Unit<DType::kQ4_K> {
   static constexpr int kElems = 64;
+  static constexpr int kCodeBytes = 36;  // bytes per unit in plane r0 (a row's units are contiguous)
   struct Raw { uint4 hdr, qa, qb; int r; };
   __device__ static Raw load(const QWeight& w, int64_t u) {
     const uint8_t* blk = w.r0 + (u >> 2) * 144;
@@ -216,6 +222,7 @@ struct Unit<DType::kQ4_K> {
 template <>
 struct Unit<DType::kQ5_K> {
   static constexpr int kElems = 64;
+  static constexpr int kCodeBytes = 44;  // bytes per unit in plane r0 (a row's units are contiguous)
   struct Raw { uint4 hdr, qa, qb, qh0, qh1; int r; };
   __device__ static Raw load(const QWeight& w, int64_t u) {
     const uint8_t* blk = w.r0 + (u >> 2) * 176;
@@ -244,6 +251,7 @@ struct Unit<DType::kQ5_K> {
 template <>
 struct Unit<DType::kQ6_K> {
   static constexpr int kElems = 64;
+  static constexpr int kCodeBytes = 52;  // bytes per unit in plane r0 (a row's units are contiguous)
   struct Raw { uint4 la, lb, h0, h1; int sc[4]; float d; int sel; };
   __device__ static Raw load(const QWeight& w, int64_t u) {
     const int64_t b = u >> 2;

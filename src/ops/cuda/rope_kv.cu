@@ -9,6 +9,7 @@
 
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -31,6 +32,7 @@ struct RopeKernelParams {
 
 template <class T>  // float or __half
 __global__ void rope_kernel(const __grid_constant__ RopeKernelParams p) {
+  pdl_entry();
   const int64_t unit = blockIdx.x;
   const int64_t t = unit / p.n_heads, h = unit % p.n_heads;
   const int64_t row = p.slots != nullptr ? p.slots[t] : t;
@@ -51,9 +53,9 @@ void launch_rope(CudaContext& ctx, RopeKernelParams p, const RopeParams& rp, boo
   CERA_CHECK(p.n_units < (int64_t{1} << 31));
   const unsigned threads = rp.n_rot / 2 >= 64 ? 64 : 32;
   if (f16) {
-    rope_kernel<__half><<<unsigned(p.n_units), threads, 0, ctx.stream()>>>(p);
+    launch(ctx.stream(), rope_kernel<__half>, unsigned(p.n_units), threads, 0, p);
   } else {
-    rope_kernel<float><<<unsigned(p.n_units), threads, 0, ctx.stream()>>>(p);
+    launch(ctx.stream(), rope_kernel<float>, unsigned(p.n_units), threads, 0, p);
   }
   CERA_CUDA_LAUNCHED();
 }
@@ -74,6 +76,7 @@ struct CopyRowsParams {
 // Instantiated: <float, float> and <float, __half> (kv_store), <__half, __half> (kv_copy).
 template <class Src, class Dst>
 __global__ void copy_rows_kernel(const __grid_constant__ CopyRowsParams p) {
+  pdl_entry();
   const int64_t t = blockIdx.x;
   const int64_t s = p.src_rows != nullptr ? p.src_rows[t] : t, d = p.dst_rows[t];
   const auto* src_k = static_cast<const Src*>(p.src_k);
@@ -110,9 +113,9 @@ enum class RowCopy : uint8_t { kF32, kF32ToF16, kF16 };
 void launch_copy_rows(CudaContext& ctx, const CopyRowsParams& p, int64_t n_rows, RowCopy kind) {
   if (n_rows == 0 || !ctx.launching()) return;
   switch (kind) {
-    case RowCopy::kF32: copy_rows_kernel<float, float><<<unsigned(n_rows), 128, 0, ctx.stream()>>>(p); break;
-    case RowCopy::kF32ToF16: copy_rows_kernel<float, __half><<<unsigned(n_rows), 128, 0, ctx.stream()>>>(p); break;
-    case RowCopy::kF16: copy_rows_kernel<__half, __half><<<unsigned(n_rows), 128, 0, ctx.stream()>>>(p); break;
+    case RowCopy::kF32: launch(ctx.stream(), copy_rows_kernel<float, float>, unsigned(n_rows), 128, 0, p); break;
+    case RowCopy::kF32ToF16: launch(ctx.stream(), copy_rows_kernel<float, __half>, unsigned(n_rows), 128, 0, p); break;
+    case RowCopy::kF16: launch(ctx.stream(), copy_rows_kernel<__half, __half>, unsigned(n_rows), 128, 0, p); break;
   }
   CERA_CUDA_LAUNCHED();
 }

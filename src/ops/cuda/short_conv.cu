@@ -5,6 +5,7 @@
 // needs no grid-wide ordering. Float operations follow the CPU reference (cpu_conv.cpp) in order
 // and without contraction.
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -34,6 +35,7 @@ __device__ __forceinline__ float gated_input(const ShortConvParams& p, int64_t c
 // Thread (channel c, chunk blockIdx.y). The window win[0 .. L-2] holds u_ext at the L-1 columns
 // before the current token; every index is a compile-time constant after unrolling (registers).
 __global__ void __launch_bounds__(kThreads) short_conv_kernel(const __grid_constant__ ShortConvParams p) {
+  pdl_entry();
   const int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (c >= p.n_ch) return;
   const int L = p.taps;
@@ -120,7 +122,7 @@ void short_conv(CudaContext& ctx, const TensorView& out, const TensorView& bcx, 
                           reinterpret_cast<float*>(state.data), state.stride() / 4,
                           reinterpret_cast<float*>(out.data), out.stride() / 4, n_ch, n_tokens, int32_t(L)};
   if (!ctx.launching()) return;
-  short_conv_kernel<<<dim3(ceil_div(n_ch, kThreads), unsigned(chunks)), kThreads, 0, ctx.stream()>>>(p);
+  launch(ctx.stream(), short_conv_kernel, dim3(ceil_div(n_ch, kThreads), unsigned(chunks)), kThreads, 0, p);
   CERA_CUDA_LAUNCHED();
 }
 

@@ -10,6 +10,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 constexpr int kThreads = 512, kItems = 4, kChunk = kThreads * kItems;
 
 __device__ __forceinline__ uint64_t make_key(float v, int32_t id) {
-  uint32_t b = __float_as_uint(v);
+  uint32_t b = __float_as_uint(v + 0.0f);  // -0 + 0 = +0: equal values get equal keys
   b = (b & 0x80000000u) != 0 ? ~b : (b | 0x80000000u);
   return (uint64_t(b) << 32) | uint64_t(~uint32_t(id));
 }
@@ -44,6 +45,7 @@ __device__ __forceinline__ float transform(float x, float cap) { return cap > 0.
 
 template <bool kFirst, bool kArgmax>
 __global__ void __launch_bounds__(kThreads) top_k_round(const __grid_constant__ RoundParams p) {
+  pdl_entry();
   using Sort = cub::BlockRadixSort<uint64_t, kThreads, kItems>;
   using Max = cub::BlockReduce<uint64_t, kThreads>;
   using Sum = cub::BlockReduce<float, kThreads>;
@@ -114,6 +116,7 @@ struct FinishParams {
 };
 
 __global__ void top_k_finish(const __grid_constant__ FinishParams p) {
+  pdl_entry();
   const int64_t r = blockIdx.x;
   for (int j = threadIdx.x; j < p.k; j += blockDim.x) {
     const uint64_t key = p.keys[r * p.keys_stride + j];
@@ -135,9 +138,9 @@ template <bool kFirst>
 void launch_round(CudaContext& ctx, const RoundParams& p, int64_t chunks, int64_t rows) {
   const dim3 grid{unsigned(chunks), unsigned(rows), 1u};
   if (p.k == 1) {
-    top_k_round<kFirst, true><<<grid, kThreads, 0, ctx.stream()>>>(p);
+    launch(ctx.stream(), top_k_round<kFirst, true>, grid, kThreads, 0, p);
   } else {
-    top_k_round<kFirst, false><<<grid, kThreads, 0, ctx.stream()>>>(p);
+    launch(ctx.stream(), top_k_round<kFirst, false>, grid, kThreads, 0, p);
   }
   CERA_CUDA_LAUNCHED();
 }
@@ -190,7 +193,7 @@ void top_k(CudaContext& ctx, const TensorView& ids, const TensorView& values, co
   }
   const FinishParams f{buf[cur], per_row, partial, chunks0, reinterpret_cast<int32_t*>(ids.data),
                        reinterpret_cast<float*>(values.data), reinterpret_cast<float*>(lse.data), int32_t(k)};
-  top_k_finish<<<unsigned(rows), 256, 0, ctx.stream()>>>(f);
+  launch(ctx.stream(), top_k_finish, unsigned(rows), 256, 0, f);
   CERA_CUDA_LAUNCHED();
 }
 

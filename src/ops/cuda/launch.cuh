@@ -1,0 +1,43 @@
+// Kernel launches with programmatic dependent launch (PDL, sm_90): a kernel may be scheduled while
+// the one before it on the stream is still finishing, so its launch latency and ramp-up overlap
+// the previous kernel's tail instead of following it (a decode step is ~300 small dependent
+// kernels; captured graphs keep these programmatic edges).
+// The contract, for every kernel launched with launch(): its first access to memory that an
+// earlier kernel writes (or reads, before overwriting it) comes after pdl_entry(), which waits
+// until the previous grid has completed and its writes are visible, then lets the next kernel be
+// scheduled. Only data no kernel writes (weights) may be touched before it (gemv prefetches).
+// A kernel launched without the attribute (cuBLAS's) makes the next one wait as usual.
+// CERA_CUDA_PDL=0 launches without the attribute (pdl_entry() then returns at once): for A/B runs.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "ops/cuda/cuda_context.h"
+
+namespace cera::ops::cuda {
+
+__device__ __forceinline__ void pdl_entry() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+}
+
+bool pdl_enabled();  // launch.cu
+
+template <typename... Params, typename... Args>
+void launch(cudaStream_t stream, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = pdl_enabled() ? 1 : 0;
+  CERA_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace cera::ops::cuda
