@@ -1,4 +1,5 @@
-// Attention over the paged KV cache (F32 or F16 rows), for decode and prefill alike: one block of 4 warps
+// Attention over the paged KV cache (F32 or F16 rows), for decode and for the prompt batches that the
+// tensor-core kernel (attention_prefill.cu) does not take: one block of 4 warps
 // per (kv head, group chunk of <= 8 query heads, token, context split). Each warp streams cache
 // entries (4 in flight), the group's query heads share every K/V row it loads, and the online
 // softmax state is merged across warps in shared memory. When (tokens x kv heads) cannot fill the
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "ops/cuda/attention_prefill.h"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/launch.cuh"
 
@@ -339,6 +341,14 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.token_seq = ctx.device_array(batch.token_seq);
   p.block_tables = ctx.device_array(batch.block_tables);
   p.table_offset = ctx.device_array(batch.table_offset);
+  // Prompt batches: the tensor-core flash-attention kernel (attention_prefill.cu) when it suits them.
+  if (n_tokens > kGemvMaxTokens) {
+    const PrefillIo io{.q = p.q.data, .q_token_stride = p.q.token_stride, .q_head_stride = p.q.head_stride,
+                       .out = p.out.data, .out_token_stride = p.out.token_stride,
+                       .out_head_stride = p.out.head_stride, .positions = p.positions, .token_seq = p.token_seq,
+                       .block_tables = p.block_tables, .table_offset = p.table_offset};
+    if (attention_prefill(ctx, io, layer, batch, a)) return;
+  }
   p.block_size = layer.block_size;
   p.head_dim = a.head_dim;
   p.n_head = a.n_head;
