@@ -346,7 +346,8 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const __gri
   }
 }
 
-// Instantiated: T in {float, __half} x D in {64, 128, 256}.
+// Instantiated: T in {float, __half} x D in {64, 128, 256}. The dynamic shared-memory limit is
+// raised on the first call, which may be a graph's record pass (nothing launched, not capturing).
 template <class T, int D>
 void launch_prefill(CudaContext& ctx, dim3 grid, const PrefillParams& p) {
   using G = Geometry<T, D>;
@@ -356,7 +357,7 @@ void launch_prefill(CudaContext& ctx, dim3 grid, const PrefillParams& p) {
                                          int(G::kSmem)));
     smem_raised = true;
   }
-  launch(ctx.stream(), attention_prefill_kernel<T, D>, grid, kThreads, G::kSmem, p);
+  if (ctx.launching()) launch(ctx.stream(), attention_prefill_kernel<T, D>, grid, kThreads, G::kSmem, p);
 }
 
 template <class T>
@@ -421,14 +422,13 @@ bool attention_prefill(CudaContext& ctx, const PrefillIo& io, const KvLayer& lay
   p.q_vec = io.q_token_stride % 4 == 0 && io.q_head_stride % 4 == 0 && reinterpret_cast<uintptr_t>(io.q) % 16 == 0;
   p.out_pairs =
       io.out_token_stride % 2 == 0 && io.out_head_stride % 2 == 0 && reinterpret_cast<uintptr_t>(io.out) % 8 == 0;
-  if (!ctx.launching()) return true;
   const dim3 grid(unsigned(a.n_head), unsigned(n_chunks));
   if (f16) {
     launch_prefill<__half>(ctx, grid, p, a.head_dim);
   } else {
     launch_prefill<float>(ctx, grid, p, a.head_dim);
   }
-  CERA_CUDA_LAUNCHED();
+  if (ctx.launching()) CERA_CUDA_LAUNCHED();
   return true;
 }
 
