@@ -71,21 +71,23 @@ for s in $sections; do
       cmp "$OUT/stories-cpu.txt" "$MODELS/stories260K.greedy-256.txt"
     smol=$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf
     if [ -f "$smol" ]; then
+      q="The capital of France is"
+      # 64 greedy tokens (past end-of-generation) with each backend's defaults (F32 KV on both;
+      # activations: one 8-bit term in the CUDA GEMV, two on the CPU), then with the CPU rounding
+      # activations like the GEMV (reported: near ties may go either way).
       for dev in cuda cpu; do
-        "$CERA" run -m "$smol" --device $dev -p "The capital of France is" -n 64 --temp 0 \
-          >"$OUT/smol-$dev.txt" 2>"$OUT/smol-$dev.err"
+        "$CERA" run -m "$smol" --device $dev -p "$q" -n 64 --temp 0 --ignore-eos >"$OUT/smol-$dev.txt" 2>"$OUT/smol-$dev.err"
       done
-      run "SmolLM2 Q4_1 greedy 64, cuda == cpu" smol-cmp.log cmp "$OUT/smol-cuda.txt" "$OUT/smol-cpu.txt"
-      # The CUDA GEMV rounds activations to one 8-bit term; the CPU's default is two terms.
-      "$CERA" run -m "$smol" --device cpu --cpu-activations int8 -p "The capital of France is" -n 64 --temp 0 \
+      run "SmolLM2 Q4_1 greedy 64 (ignore eos), cuda == cpu" smol-cmp.log cmp "$OUT/smol-cuda.txt" "$OUT/smol-cpu.txt"
+      "$CERA" run -m "$smol" --device cpu --cpu-activations int8 -p "$q" -n 64 --temp 0 --ignore-eos \
         >"$OUT/smol-cpu-int8.txt" 2>"$OUT/smol-cpu-int8.err"
       run "SmolLM2 Q4_1 greedy 64, cuda == cpu with int8 activations" smol-cmp-int8.log \
         cmp "$OUT/smol-cuda.txt" "$OUT/smol-cpu-int8.txt"
-      head -c 300 "$OUT/smol-cuda.txt" "$OUT/smol-cpu.txt" "$OUT/smol-cpu-int8.txt"
-      # A long prompt goes through the prefill (cuBLAS) path as one chunk.
+      head -c 400 "$OUT/smol-cuda.txt" "$OUT/smol-cpu.txt" "$OUT/smol-cpu-int8.txt"
+      # A long prompt goes through the prefill (f16 tensor-core) paths as one chunk.
       prompt=$(printf 'Once upon a time, in a small village by the sea, there lived an old fisherman. %.0s' {1..8})
       for dev in cuda cpu; do
-        "$CERA" run -m "$smol" --device $dev -p "$prompt" -n 32 --temp 0 \
+        "$CERA" run -m "$smol" --device $dev -p "$prompt" -n 32 --temp 0 --ignore-eos \
           >"$OUT/smol-long-$dev.txt" 2>"$OUT/smol-long-$dev.err"
       done
       run "SmolLM2 Q4_1 long prompt + 32, cuda == cpu" smol-long-cmp.log \

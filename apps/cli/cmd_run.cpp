@@ -19,6 +19,7 @@ struct RunOptions {
   int n_predict = 128;
   runtime::SamplingParams sampling;
   int n_keep = 0;
+  bool ignore_eos = false;
   bool no_bos = false;
   bool special = false;
   std::vector<std::string> stop;
@@ -70,7 +71,10 @@ void run(const RunOptions& o) {
   if (!st.ok()) fail("run", st);
   g_running = session.get();
   std::signal(SIGINT, on_sigint);
-  auto result = session->generate({.max_tokens = o.n_predict, .sampling = o.sampling, .stop = o.stop},
+  auto result = session->generate({.max_tokens = o.n_predict,
+                                   .sampling = o.sampling,
+                                   .stop = o.stop,
+                                   .stop_at_end_of_generation = !o.ignore_eos},
                                   [](std::string_view piece) {
                                     std::fwrite(piece.data(), 1, piece.size(), stdout);
                                     std::fflush(stdout);
@@ -113,6 +117,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("--n-keep", o->n_keep, "tokens kept at the start on a context shift (-1: the prompt)");
   cmd->add_option("--stop", o->stop, "stop before this string (repeatable)");
   cmd->add_flag("--no-bos", o->no_bos, "do not add BOS even if the vocabulary asks for it");
+  cmd->add_flag("--ignore-eos", o->ignore_eos, "generate all -n tokens, past end-of-generation tokens");
   cmd->add_flag("--special", o->special, "parse special-token texts in the prompt");
   cmd->add_flag("--chat", o->chat, "format the prompt as a user message with the model's chat template");
   cmd->add_option("--system", o->system, "with --chat: system prompt")->needs(cmd->get_option("--chat"));

@@ -50,18 +50,19 @@ Result<std::unique_ptr<ops::Backend>> make_backend(const EngineOptions& options)
                                                                              : ops::ActivationPrecision::kInt8x2});
 }
 
-// kAuto is F16 on a device and F32 on the CPU. On the H200 decode at long context is bound by
-// the bytes read: an 8B model at depth 4096 reads 1.07 GB of F32 K/V per token beside 4 GB of
-// weights (19 % of decode speed), and F16 halves that. On the CPU the accuracy claims
-// (docs/quality.md) and the parity tests against transformers are made with float32 K/V, and CPU
-// decode at the depths it serves is bound by the weights, so exactness wins there.
-DType resolve_kv_type(KvTypeChoice choice, Device device) {
+// kAuto is F32 everywhere for now. On the CPU the accuracy claims (docs/quality.md) and the
+// parity tests against transformers are made with float32 K/V. On the H200 the F16 cache halves
+// the K/V bytes but its decode attention kernel is still slower than the F32 one at every depth
+// measured (8B Q4_0 tg128 306 vs 346 t/s, at depth 4096 237 vs 277; docs/benchmarks/cuda.md, v4),
+// so F16 is an opt-in for memory (--kv-type f16) until that kernel is fixed; prompt processing
+// is as fast with either.
+DType resolve_kv_type(KvTypeChoice choice, Device /*device*/) {
   switch (choice) {
     case KvTypeChoice::kF32: return DType::kF32;
     case KvTypeChoice::kF16: return DType::kF16;
     case KvTypeChoice::kAuto: break;
   }
-  return device == Device::kCpu ? DType::kF32 : DType::kF16;
+  return DType::kF32;
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ enum class DeviceChoice { kCpu, kCuda, kAuto };
 std::optional<DeviceChoice> device_choice_from_name(std::string_view name);
 
 // Element type of the KV cache. F16 halves the bytes attention reads per token at long context;
-// F32 keeps K/V exact. kAuto: F16 on CUDA, F32 on the CPU (Engine::load says why).
+// F32 keeps K/V exact. kAuto: F32 on both backends for now (engine.cpp says why).
 enum class KvTypeChoice { kAuto, kF32, kF16 };
 // "auto", "f32", "f16"
 std::optional<KvTypeChoice> kv_type_choice_from_name(std::string_view name);
