@@ -360,15 +360,16 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.softcap = a.softcap;
   // Split the context when the blocks would not fill the GPU `fill` times over (decode). Splits
   // past a token's position (kMinSplitLen entries each at least) find no entries and cost one
-  // idle block. Fill target (blocks per SM), measured at depth 4096 (docs/benchmarks/cuda.md, v3): head_dim
-  // 64 (1B) runs best at 4 (927 vs 861 t/s at 2), head_dim 128 (8B) at 2 (290 vs 265 at 4 and 8).
+  // idle block. Fill target (blocks per SM), measured at depth 4096 with F32 rows (docs/benchmarks/
+  // cuda.md, v4): 4 for every head_dim since blocks carry 4-head groups (8B 291 t/s vs 271 at 2 and
+  // 293 at 8; 1B 941 vs 819 at 2 and 903 at 8); with 8-head blocks (v3) head_dim 128 ran best at 2.
   // CERA_CUDA_ATTN_FILL (1..8) overrides it: an A/B switch for benchmarks.
   static const int64_t fill_env = [] {
     const char* e = std::getenv("CERA_CUDA_ATTN_FILL");
     const int v = e != nullptr ? std::atoi(e) : 0;
     return int64_t(v >= 1 && v <= 8 ? v : 0);
   }();
-  const int64_t fill = fill_env > 0 ? fill_env : (a.head_dim <= 64 ? 4 : 2);
+  const int64_t fill = fill_env > 0 ? fill_env : 4;
   const int64_t units = int64_t(a.n_head_kv) * p.n_chunks * n_tokens;
   int64_t n_split = 1;
   if (units < fill * ctx.sm_count()) {
