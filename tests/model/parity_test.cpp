@@ -13,7 +13,7 @@
 //    float32 math throughout (GEMV with float activations up to 16 tokens, which covers every
 //    fixture sequence; SGEMM without TF32 above), so only summation order and the device's
 //    expf/tanhf differ, far below the bound;
-//  - cuda, F16 KV cache (what --kv-type auto gives on CUDA): 5e-3, since K and V are rounded to
+//  - cuda, F16 KV cache (--kv-type f16; auto is F32): 5e-3, since K and V are rounded to
 //    f16 (relative 2^-11) before attention and the rounding goes through softmax and the later
 //    layers; argmax must agree except where the token cera picks has a reference logit within
 //    that bound of the best one (a near tie the rounding may flip).
@@ -27,54 +27,16 @@
 #include "api/engine.h"
 #include "convert/hf_convert.h"
 #include "convert/parity_fixture.h"
+#include "logits_compare.h"
 #include "test_device.h"
 
 namespace cera {
 namespace {
 
-struct Comparison {
-  float rel = 0;
-  int argmax_mismatches = 0;
-};
-
-// A position's argmax counts as a mismatch unless the token got picks has a reference logit
-// within tie * max|logit| of the reference's best (tie = 0: strictly the same token).
-Comparison compare(std::span<const float> got, std::span<const float> want, uint32_t n_vocab, float tie = 0.0f) {
-  float max_delta = 0, max_ref = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    max_delta = std::max(max_delta, std::fabs(got[i] - want[i]));
-    max_ref = std::max(max_ref, std::fabs(want[i]));
-  }
-  int mismatches = 0;
-  for (size_t row = 0; row < want.size() / n_vocab; ++row) {
-    const float* g = got.data() + row * n_vocab;
-    const float* w = want.data() + row * n_vocab;
-    uint32_t ag = 0, aw = 0;
-    for (uint32_t i = 0; i < n_vocab; ++i) {
-      if (g[i] > g[ag]) ag = i;
-      if (w[i] > w[aw]) aw = i;
-    }
-    mismatches += ag != aw && w[aw] - w[ag] > tie * max_ref;
-  }
-  return {max_delta / max_ref, mismatches};
-}
-
-// One engine configuration under test and its bounds (see the header).
-struct RunConfig {
-  api::KvTypeChoice kv = api::KvTypeChoice::kF32;
-  const char* kv_name = "f32";
-  float tolerance = 1e-4f;  // max |delta| / max |logit|
-  float tie = 0.0f;         // argmax near-tie allowance, a fraction of max |logit|
-};
-
-// The configurations CERA_TEST_DEVICE's device runs (test_device.h).
-std::vector<RunConfig> run_configs(api::DeviceChoice device) {
-  std::vector<RunConfig> configs = {RunConfig{}};
-  if (device == api::DeviceChoice::kCuda) {
-    configs.push_back({.kv = api::KvTypeChoice::kF16, .kv_name = "f16", .tolerance = 5e-3f, .tie = 5e-3f});
-  }
-  return configs;
-}
+using test::compare_logits;
+using test::Comparison;
+using test::RunConfig;
+using test::run_configs;
 
 class Parity : public ::testing::TestWithParam<std::string> {};
 
@@ -110,7 +72,7 @@ TEST_P(Parity, LogitsMatchTransformers) {
         }
         for (const auto& [mode, got] : {std::pair<const char*, const std::vector<float>&>{"batch", batch},
                                         std::pair<const char*, const std::vector<float>&>{"step", steps}}) {
-          const Comparison c = compare(got, seq.logits, expected->n_vocab, config.tie);
+          const Comparison c = compare_logits(got, seq.logits, expected->n_vocab, config.tie);
           EXPECT_LT(c.rel, config.tolerance)
               << name << " on " << where << " (" << mode << ") vs " << reference << ", " << seq.tokens.size() << " tokens";
           EXPECT_EQ(c.argmax_mismatches, 0) << name << " on " << where << " (" << mode << ") vs " << reference;

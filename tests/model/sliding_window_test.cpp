@@ -14,55 +14,16 @@
 
 #include "api/engine.h"
 #include "convert/parity_fixture.h"
+#include "logits_compare.h"
 #include "test_device.h"
 
 namespace cera {
 namespace {
 
-struct Comparison {
-  float rel = 0;
-  int argmax_mismatches = 0;
-};
-
-// A position's argmax counts as a mismatch unless the token got picks has a reference logit
-// within tie * max|logit| of the reference's best (tie = 0: strictly the same token).
-Comparison compare(std::span<const float> got, std::span<const float> want, uint32_t n_vocab, float tie) {
-  EXPECT_EQ(got.size(), want.size());
-  const size_t n = std::min(got.size(), want.size());
-  float max_delta = 0, max_ref = 0;
-  for (size_t i = 0; i < n; ++i) {
-    max_delta = std::max(max_delta, std::fabs(got[i] - want[i]));
-    max_ref = std::max(max_ref, std::fabs(want[i]));
-  }
-  int mismatches = 0;
-  for (size_t row = 0; row < n / n_vocab; ++row) {
-    const float* g = got.data() + row * n_vocab;
-    const float* w = want.data() + row * n_vocab;
-    uint32_t ag = 0, aw = 0;
-    for (uint32_t i = 0; i < n_vocab; ++i) {
-      if (g[i] > g[ag]) ag = i;
-      if (w[i] > w[aw]) aw = i;
-    }
-    mismatches += ag != aw && w[aw] - w[ag] > tie * max_ref;
-  }
-  return {max_delta / max_ref, mismatches};
-}
-
-struct RunConfig {
-  api::KvTypeChoice kv = api::KvTypeChoice::kF32;
-  const char* kv_name = "f32";
-  float tolerance = 1e-4f;  // max |delta| / max |logit|
-  float tie = 0.0f;
-};
-
-// The KV cache types to run on the device, with parity_test.cpp's bounds.
-std::vector<RunConfig> run_configs(api::DeviceChoice device) {
-  std::vector<RunConfig> configs = {RunConfig{}};
-  if (device == api::DeviceChoice::kCuda) {
-    configs.push_back({.kv = api::KvTypeChoice::kF16, .kv_name = "f16", .tolerance = 5e-3f, .tie = 5e-3f});
-  }
-  return configs;
-}
+using test::compare_logits;
+using test::Comparison;
+using test::RunConfig;
+using test::run_configs;
 
 struct FeedMode {
   const char* name;
@@ -114,7 +75,7 @@ TEST_P(SlidingWindowParity, LogitsMatchTransformersHoweverTheTokensAreFed) {
             at += n;
           }
         }
-        const Comparison c = compare(got, seq.logits, nv, config.tie);
+        const Comparison c = compare_logits(got, seq.logits, nv, config.tie);
         const std::string where = name + " on " + device.name + " kv " + config.kv_name + ", " + mode.name;
         EXPECT_LT(c.rel, config.tolerance) << where << ", " << seq.tokens.size() << " tokens";
         EXPECT_EQ(c.argmax_mismatches, 0) << where;
