@@ -52,10 +52,10 @@ Result<std::unique_ptr<ops::Backend>> make_backend(const EngineOptions& options)
 
 // kAuto is F32 everywhere for now. On the CPU the accuracy claims (docs/quality.md) and the
 // parity tests against transformers are made with float32 K/V. On the H200 the F16 cache halves
-// the K/V bytes but its decode attention kernel is still slower than the F32 one at every depth
-// measured (8B Q4_0 tg128 306 vs 346 t/s, at depth 4096 237 vs 277; docs/benchmarks/cuda.md, v4),
-// so F16 is an opt-in for memory (--kv-type f16) until that kernel is fixed; prompt processing
-// is as fast with either.
+// the K/V bytes but its decode path is still ~10 % slower than the F32 one at every depth
+// measured (8B Q4_0 tg128 313 vs 346 t/s, at depth 4096 266 vs 293; docs/benchmarks/cuda.md, v4),
+// so F16 is an opt-in for memory (--kv-type f16) until that is fixed; prompt processing is as
+// fast with either.
 DType resolve_kv_type(KvTypeChoice choice, Device /*device*/) {
   switch (choice) {
     case KvTypeChoice::kF32: return DType::kF32;

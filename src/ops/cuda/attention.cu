@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <type_traits>
 
 #include "ops/cuda/attention_prefill.h"
 #include "ops/cuda/cuda_ops.h"
@@ -116,12 +115,12 @@ __device__ __forceinline__ float warp_sum(float v) {
 template <class T, int D, int G>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid_constant__ AttnParams p) {
   pdl_entry();
-  // Entries in flight per warp (K and V: 2 kE row loads). F16 rows keep twice as many in flight
-  // (same bytes per warp as F32) when only 4 heads' registers sit beside them; at D = 8 the
-  // registers of 4 entries would not fit beside G heads' q and accumulators. (The first F16
-  // version kept 8 in flight beside 8 heads: 214 registers, 2 blocks an SM, slower than F32 on
-  // the H200: 8B Q4_0 tg128 302 vs 333 t/s.)
-  constexpr int kE = D >= 8 ? 2 : (std::is_same_v<T, float> || G > 4 ? 4 : 8);
+  // Entries in flight per warp (K and V: 2 kE row loads); at D = 8 the registers of 4 entries
+  // would not fit beside G heads' q and accumulators. F16 rows keep as many entries in flight as
+  // F32 rows: with twice as many (to match F32's bytes in flight) the kernel needed 165 registers
+  // at head_dim 128 against F32's 122, one block an SM fewer, and the split grid (4 blocks an SM)
+  // ran in two waves: F16 decode measured slower than F32 (8B Q4_0 at depth 4096, 210 vs 291 t/s).
+  constexpr int kE = D >= 8 ? 2 : 4;
   const T* cache_k = static_cast<const T*>(p.k);
   const T* cache_v = static_cast<const T*>(p.v);
   extern __shared__ float smem[];
