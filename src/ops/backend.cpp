@@ -1,6 +1,6 @@
 // Default bodies: the optional verbs (a backend that lacks one says so at the call, but models
 // check Backend::supports() at load time, so reaching these is a programming error), and top_k on
-// the host for backends without a device selection.
+// the host for backends without a device selection, and copy through the host.
 #include "ops/backend.h"
 
 #include <vector>
@@ -29,6 +29,13 @@ void Backend::moe_combine(const TensorView&, const TensorView&, const TensorView
 }  // namespace cera::ops
 
 namespace cera::ops {
+
+void Backend::copy(const TensorView& dst, const TensorView& src) {
+  CERA_CHECK(dst.dtype == src.dtype && dst.ne == src.ne);
+  std::vector<std::byte> host(static_cast<size_t>(src.row_bytes() * src.rows()));
+  download(host.data(), src);
+  upload(dst, host.data());
+}
 
 void Backend::top_k(const TensorView& ids, const TensorView& values, const TensorView& lse, const TensorView& logits,
                     const TopKParams& params) {

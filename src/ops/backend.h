@@ -116,6 +116,9 @@ class Backend {
   // any allocation made.
   virtual Result<TensorView> import_weight(const TensorView& host, std::unique_ptr<Buffer>& keep) = 0;
   virtual void upload(const TensorView& dst, const void* src) = 0;    // src: dst.n_elements() packed
+  // dst = src on this backend's device (same dtype and shape), ordered with the verbs, without a
+  // host round trip where the device can copy itself (the default body goes through the host).
+  virtual void copy(const TensorView& dst, const TensorView& src);
   virtual void download(void* dst, const TensorView& src) = 0;        // waits for prior work
   virtual void synchronize() = 0;
   // Is there a matmul kernel for this weight type?

@@ -102,6 +102,7 @@ KvCache::Sequence& KvCache::seq_(SeqId s) {
 }
 
 Status KvCache::init_state(Sequence& s) {
+  for (Snapshot& p : s.snapshots) drop_snapshot(p);
   s.snapshots.clear();
   if (state_elements_ == 0) return {};
   ops::Backend& backend = model_->backend();
@@ -120,28 +121,36 @@ Status KvCache::init_state(Sequence& s) {
       s.state_views[il] = v;
     }
   }
-  load_state(s, std::vector<float>(static_cast<size_t>(s.state->size() / sizeof(float)), 0.0f));
+  const TensorView all = whole_state(*s.state);
+  model_->backend().upload(all, std::vector<float>(static_cast<size_t>(all.n_elements()), 0.0f).data());
   return {};
 }
 
-std::vector<float> KvCache::save_state(const Sequence& s) const {
-  std::vector<float> data;
-  for (const TensorView& v : s.state_views) {
-    if (v.data == nullptr) continue;
-    data.resize(data.size() + static_cast<size_t>(state_elements_));
-    model_->backend().download(data.data() + data.size() - state_elements_, v);
-  }
-  return data;
+TensorView KvCache::whole_state(ops::Buffer& b) const {
+  const auto n = static_cast<int64_t>(b.size() / sizeof(float));
+  return b.view(DType::kF32, {n, 1, 1, 1}, model_->backend().device());
 }
 
-void KvCache::load_state(const Sequence& s, const std::vector<float>& data) {
-  size_t offset = 0;
-  for (const TensorView& v : s.state_views) {
-    if (v.data == nullptr) continue;
-    CERA_CHECK(offset + static_cast<size_t>(state_elements_) <= data.size());
-    model_->backend().upload(v, data.data() + offset);
-    offset += static_cast<size_t>(state_elements_);
+Result<KvCache::Snapshot> KvCache::take_snapshot(const Sequence& s, int32_t length) {
+  std::shared_ptr<ops::Buffer> buf;
+  if (!snapshot_pool_.empty()) {
+    buf = std::move(snapshot_pool_.back());
+    snapshot_pool_.pop_back();
+  } else {
+    CERA_ASSIGN_OR_RETURN(auto fresh, model_->backend().allocate(s.state->size()));
+    buf = std::move(fresh);
   }
+  model_->backend().copy(whole_state(*buf), whole_state(*s.state));
+  return Snapshot{length, std::move(buf)};
+}
+
+void KvCache::restore_snapshot(const Sequence& s, const Snapshot& snap) {
+  model_->backend().copy(whole_state(*s.state), whole_state(*snap.data));
+}
+
+void KvCache::drop_snapshot(Snapshot& snap) {
+  if (snap.data && snap.data.use_count() == 1) snapshot_pool_.push_back(std::move(snap.data));
+  snap.data.reset();
 }
 
 SeqId KvCache::new_sequence() {
@@ -163,6 +172,7 @@ SeqId KvCache::new_sequence() {
 
 void KvCache::free_sequence(SeqId seq) {
   drop_blocks(seq_(seq), 0);
+  for (Snapshot& p : seq_(seq).snapshots) drop_snapshot(p);
   seq_(seq).snapshots.clear();
   seq_(seq).live = false;
 }
@@ -221,8 +231,8 @@ Result<SeqId> KvCache::fork(SeqId src) {
   for (size_t b = 0; ring_blocks_ > 0 && b < d.blocks.size(); ++b) d.ring_table.push_back(d.ring[b % ring_blocks_]);
   d.ring_valid = s.ring_valid;
   if (state_elements_ != 0) {
-    load_state(d, save_state(s));
-    d.snapshots = s.snapshots;
+    model_->backend().copy(whole_state(*d.state), whole_state(*s.state));
+    d.snapshots = s.snapshots;  // immutable: shared
   }
   return id;
 }
@@ -248,8 +258,12 @@ Status KvCache::append(SeqId seq, int32_t n, std::vector<int32_t>& slots) {
     }
   }
   if (state_elements_ != 0 && (s.snapshots.empty() || s.snapshots.back().length != s.length)) {
-    s.snapshots.push_back({s.length, save_state(s)});
-    if (s.snapshots.size() > kMaxSnapshots) s.snapshots.erase(s.snapshots.begin());
+    CERA_ASSIGN_OR_RETURN(Snapshot snap, take_snapshot(s, s.length));
+    s.snapshots.push_back(std::move(snap));
+    if (s.snapshots.size() > kMaxSnapshots) {
+      drop_snapshot(s.snapshots.front());
+      s.snapshots.erase(s.snapshots.begin());
+    }
   }
   if (copy_last) {
     const int32_t block = free_blocks_.back();
@@ -318,8 +332,11 @@ void KvCache::truncate(SeqId seq, int32_t n) {
       const Status st = init_state(s);
       CERA_CHECK_MSG(st.ok(), st.to_string());  // the buffer exists already: nothing is allocated
     } else {
-      while (s.snapshots.back().length != n) s.snapshots.pop_back();
-      load_state(s, s.snapshots.back().data);
+      while (s.snapshots.back().length != n) {
+        drop_snapshot(s.snapshots.back());
+        s.snapshots.pop_back();
+      }
+      restore_snapshot(s, s.snapshots.back());
     }
   }
   drop_blocks(s, n);

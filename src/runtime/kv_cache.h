@@ -103,13 +103,16 @@ class KvCache {
   bool can_shift(SeqId seq, int32_t n_keep, int32_t n_discard) const;
 
   // Snapshots kept per sequence: rollback reaches back this many evaluated chunks (decode steps
-  // count as chunks). A snapshot is (L_cache-1) * n_embd floats per recurrent layer.
+  // count as chunks). A snapshot is (L_cache-1) * n_embd floats per recurrent layer, kept on the
+  // backend's device (a copy there per append: no host round trip in the decode loop).
   static constexpr size_t kMaxSnapshots = 16;
 
  private:
   struct Snapshot {
     int32_t length = 0;
-    std::vector<float> data;  // every recurrent layer's state, concatenated in layer order
+    // Every recurrent layer's state, as laid out in Sequence::state. Immutable once taken, so
+    // forks share it; back in snapshot_pool_ when the last holder drops it.
+    std::shared_ptr<ops::Buffer> data;
   };
   struct Sequence {
     bool live = false;
@@ -126,8 +129,11 @@ class KvCache {
   Sequence& seq_(SeqId s);
 
   Status init_state(Sequence& s);  // allocates (once) and zeroes the sequence's state
-  std::vector<float> save_state(const Sequence& s) const;
-  void load_state(const Sequence& s, const std::vector<float>& data);
+  // A snapshot of the sequence's state (a device copy into a pooled buffer), and its restore.
+  Result<Snapshot> take_snapshot(const Sequence& s, int32_t length);
+  void restore_snapshot(const Sequence& s, const Snapshot& snap);
+  void drop_snapshot(Snapshot& snap);  // returns its buffer to the pool when no fork holds it
+  TensorView whole_state(ops::Buffer& b) const;  // the state buffer as one F32 row
   // The one place K/V storage is allocated: K and V of one layer, [kv_width, n_rows] each.
   Result<ops::KvLayer> allocate_layer(int64_t n_rows);
   enum class Storage { kFull, kRing };
@@ -158,6 +164,7 @@ class KvCache {
   int32_t max_append_ = 0;  // KvCacheConfig::max_batch_tokens
   std::vector<int32_t> ring_free_;  // stack; lowest index on top
   std::vector<Sequence> seqs_;
+  std::vector<std::shared_ptr<ops::Buffer>> snapshot_pool_;  // free snapshot buffers
 };
 
 }  // namespace cera::runtime

@@ -43,6 +43,7 @@ void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
   if (ring_blocks_ > 0) move_ring_tail(seq, first_moved, new_len, n_discard);
   Sequence& s = seq_(seq);
   drop_blocks(s, new_len);  // the state stays: it describes the (kept) end of the sequence
+  for (Snapshot& p : s.snapshots) drop_snapshot(p);
   s.snapshots.clear();
   std::vector<int32_t> moved;
   for (int32_t i = n_keep; i < new_len; ++i) moved.push_back(slot(seq, i));

@@ -98,3 +98,36 @@ TEST(CudaElementwise, GatedActivationAddScaledScale) {
 
 }  // namespace
 }  // namespace cera::ops::test
+
+namespace cera::ops::test {
+namespace {
+
+// Backend::copy on the device (the recurrent-state snapshots): exact, strided rows included.
+TEST(CudaCopy, CopiesTheViewExactly) {
+  CERA_SKIP_WITHOUT_CUDA();
+  Backend& cuda = *backends().cuda;
+  std::mt19937 rng(9);
+  for (int64_t n : {1, 7, 4096, 300001}) {
+    const auto x = random_floats(rng, size_t(n));
+    Tensor src = make_tensor(cuda, {n, 1, 1, 1}, x);
+    Tensor dst = make_tensor(cuda, {n, 1, 1, 1}, std::vector<float>(size_t(n), 0.0f));
+    poison(cuda, dst.view);
+    cuda.copy(dst.view, src.view);
+    EXPECT_EQ(read_tensor(cuda, dst.view), x) << "n=" << n;
+  }
+  // Every other row of a [5, 6] tensor into a packed [5, 3] one.
+  const auto x = random_floats(rng, 30);
+  Tensor src = make_tensor(cuda, {5, 6, 1, 1}, x);
+  Tensor dst = make_tensor(cuda, {5, 3, 1, 1}, std::vector<float>(15, 0.0f));
+  TensorView strided = src.view;
+  strided.ne = {5, 3, 1, 1};
+  strided.row_stride = 2 * src.view.stride();
+  cuda.copy(dst.view, strided);
+  const std::vector<float> got = read_tensor(cuda, dst.view);
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 5; ++c) EXPECT_EQ(got[size_t(r * 5 + c)], x[size_t(2 * r * 5 + c)]) << r << "," << c;
+  }
+}
+
+}  // namespace
+}  // namespace cera::ops::test

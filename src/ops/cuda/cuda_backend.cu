@@ -130,6 +130,16 @@ class CudaBackend final : public Backend {
     CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
     runner_->synced();
   }
+  void copy(const TensorView& dst, const TensorView& src) override {
+    CERA_CHECK(dst.device == Device::kCuda && src.device == Device::kCuda);
+    CERA_CHECK_MSG(dst.dtype == src.dtype && dst.ne == src.ne, "cuda copy: views differ in type or shape");
+    runner_->flush();  // logged verbs first: the copy is ordered after them on the stream
+    ctx_.act_cache() = {};
+    if (src.n_elements() == 0) return;
+    CERA_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, size_t(dst.stride()), src.data, size_t(src.stride()),
+                                      size_t(src.row_bytes()), size_t(src.rows()), cudaMemcpyDeviceToDevice,
+                                      ctx_.stream()));
+  }
   void synchronize() override {
     runner_->flush();
     CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
