@@ -1,6 +1,26 @@
 #include "model/blocks/attention.h"
 
+#include <cmath>
+
 namespace cera::model {
+
+AttentionSpec attention_spec(const HParams& hp, int il) {
+  const bool local = !hp.swa_layers.empty() && hp.swa_layers[static_cast<size_t>(il)];
+  AttentionSpec a;
+  a.params = {.n_head = hp.n_head,
+              .n_head_kv = hp.n_head_kv,
+              .head_dim = hp.head_dim,
+              .scale = hp.attention_scale != 0.0f ? hp.attention_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
+              .softcap = 0.0f,
+              .sliding_window = local ? hp.sliding_window : 0};
+  a.rope = {.kind = hp.rope_kind,
+            .n_rot = hp.n_rot,
+            .freq_base = local ? hp.rope_freq_base_swa : hp.rope_freq_base,
+            .freq_scale = local ? 1.0f : hp.rope_freq_scale,
+            .freq_factors = nullptr};
+  a.norm_eps = hp.rms_eps;
+  return a;
+}
 
 Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t n_embd, const AttentionSpec& spec) {
   const int64_t hd = spec.params.head_dim;

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "model/blocks/scratch.h"
+#include "model/hparams.h"
 #include "model/model.h"
 #include "model/weights.h"
 
@@ -40,6 +41,11 @@ struct LayerCache {
 LayerCache layer_cache(const ForwardBatch& batch, const ops::KvLayer& kv, bool ring);
 // Whether batch.ring fits the batch (one slot per token, one table per sequence).
 bool has_ring_tables(const ForwardBatch& batch);
+
+// Layer il's attention as the hyperparameters describe it: grouped-query heads, head_dim, the
+// scale (attention.scale, else 1/sqrt(head_dim)), RoPE; a local layer (hp.swa_layers[il]) gets
+// the sliding window and the local RoPE base, unscaled. qk_norm is left to the architecture.
+AttentionSpec attention_spec(const HParams& hp, int il);
 
 Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t n_embd, const AttentionSpec& spec);
 

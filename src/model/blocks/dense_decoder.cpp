@@ -1,8 +1,9 @@
 #include "model/blocks/dense_decoder.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
+
+#include "model/blocks/output_head.h"
 
 namespace cera::model {
 namespace {
@@ -34,8 +35,7 @@ class DenseDecoder final : public Model {
   DenseSpec spec_;
   TensorView token_embd_;   // [n_embd, n_vocab]
   std::vector<DenseLayer> layers_;
-  TensorView output_norm_;  // [n_embd]
-  TensorView output_;       // [n_embd, n_vocab], token_embd_ when tied
+  OutputHead head_;
   std::vector<std::unique_ptr<ops::Buffer>> buffers_;
   std::optional<Scratch> scratch_;
   TensorView last_logits_;  // [n_vocab, n_out] of the last forward, in scratch
@@ -72,16 +72,7 @@ Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& optio
                             loader.require(layer_tensor(il, "post_ffw_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
     }
   }
-  CERA_ASSIGN_OR_RETURN(output_norm_, loader.require("output_norm.weight", {n_embd, 1, 1, 1}, WeightUse::kVector));
-  CERA_ASSIGN_OR_RETURN(auto output, loader.optional("output.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kMatmul));
-  if (output) {
-    output_ = *output;
-  } else if (backend_.supports_weight(token_embd_.dtype)) {
-    output_ = token_embd_;  // tied embeddings
-  } else {
-    return unsupported("tied output uses token_embd.weight of type " + std::string(dtype_name(token_embd_.dtype)) +
-                       ", which has no matmul kernel on " + backend_.name());
-  }
+  CERA_ASSIGN_OR_RETURN(head_, load_output_head(loader, backend_, token_embd_, n_embd, n_vocab, "output_norm.weight"));
   buffers_ = loader.take_buffers();
   CERA_ASSIGN_OR_RETURN(Scratch s, Scratch::create(backend_, {.n_embd = n_embd,
                                                               .q_width = int64_t(hp.n_head) * hp.head_dim,
@@ -139,18 +130,11 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
     backend_.add_scaled(x, x, h, hp.residual_scale);
   }
   if (n_out == 0) return {};
-  // Only the requested rows go through the output head (the vocabulary matmul is the largest).
-  const TensorView rows = s.h(n_out);
-  backend_.embed(rows, x, batch.output_rows, 1.0f);
-  backend_.rms_norm(rows, rows, output_norm_, hp.rms_eps);
-  const TensorView out = s.logits(n_out);
-  backend_.matmul(out, output_, rows);
-  if (hp.logit_scale != 1.0f) backend_.scale(out, 1.0f / hp.logit_scale);
-  last_logits_ = out;
-  if (logits.empty()) return {};
-  backend_.download(logits.data(), out);
-  // On the host: one pass over n_vocab floats per output row, after the download we need anyway.
-  apply_logit_softcap(logits, hp.final_logit_softcap);
+  last_logits_ = output_head_forward(backend_, s, head_,
+                                     {.rms_eps = hp.rms_eps,
+                                      .logit_scale = hp.logit_scale,
+                                      .final_softcap = hp.final_logit_softcap},
+                                     x, batch.output_rows, logits);
   return {};
 }
 
@@ -160,23 +144,7 @@ DenseSpec default_dense_spec(const HParams& hp) {
   DenseSpec spec;
   spec.hp = hp;
   if (spec.hp.swa_layers.empty()) spec.hp.swa_layers.assign(hp.n_layer, false);
-  for (int il = 0; il < hp.n_layer; ++il) {
-    const bool local = spec.hp.swa_layers[il];
-    AttentionSpec a;
-    a.params = {.n_head = hp.n_head,
-                .n_head_kv = hp.n_head_kv,
-                .head_dim = hp.head_dim,
-                .scale = hp.attention_scale != 0.0f ? hp.attention_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
-                .softcap = 0.0f,
-                .sliding_window = local ? hp.sliding_window : 0};
-    a.rope = {.kind = hp.rope_kind,
-              .n_rot = hp.n_rot,
-              .freq_base = local ? hp.rope_freq_base_swa : hp.rope_freq_base,
-              .freq_scale = local ? 1.0f : hp.rope_freq_scale,
-              .freq_factors = nullptr};
-    a.norm_eps = hp.rms_eps;
-    spec.attention.push_back(a);
-  }
+  for (int il = 0; il < hp.n_layer; ++il) spec.attention.push_back(attention_spec(spec.hp, il));
   return spec;
 }
 

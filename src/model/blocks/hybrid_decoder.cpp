@@ -3,10 +3,10 @@
 // run of the batch (SequenceRun), over all of that sequence's tokens in the batch.
 #include "model/blocks/hybrid_decoder.h"
 
-#include <cmath>
 #include <optional>
 
 #include "model/blocks/ffn.h"
+#include "model/blocks/output_head.h"
 #include "model/blocks/moe.h"
 #include "model/blocks/short_conv.h"
 
@@ -44,8 +44,7 @@ class HybridDecoder final : public Model {
   HybridSpec spec_;
   TensorView token_embd_;   // [n_embd, n_vocab]
   std::vector<HybridLayer> layers_;
-  TensorView output_norm_;  // [n_embd]
-  TensorView output_;       // [n_embd, n_vocab], token_embd_ when tied
+  OutputHead head_;
   std::vector<std::unique_ptr<ops::Buffer>> buffers_;
   std::optional<Scratch> scratch_;
   TensorView last_logits_;  // [n_vocab, n_out] of the last forward, in scratch
@@ -90,16 +89,7 @@ Status HybridDecoder::load(const format::GgufFile& file, const LoadOptions& opti
       CERA_ASSIGN_OR_RETURN(l.moe, load_moe(loader, il, moe, spec_.selection_bias));
     }
   }
-  CERA_ASSIGN_OR_RETURN(output_norm_, loader.require(spec_.output_norm, {n_embd, 1, 1, 1}, WeightUse::kVector));
-  CERA_ASSIGN_OR_RETURN(auto output, loader.optional("output.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kMatmul));
-  if (output) {
-    output_ = *output;
-  } else if (backend_.supports_weight(token_embd_.dtype)) {
-    output_ = token_embd_;  // tied embeddings
-  } else {
-    return unsupported("tied output uses token_embd.weight of type " + std::string(dtype_name(token_embd_.dtype)) +
-                       ", which has no matmul kernel on " + backend_.name());
-  }
+  CERA_ASSIGN_OR_RETURN(head_, load_output_head(loader, backend_, token_embd_, n_embd, n_vocab, spec_.output_norm));
   buffers_ = loader.take_buffers();
   const int64_t max_tokens = options.max_batch_tokens;
   CERA_ASSIGN_OR_RETURN(Scratch s, Scratch::create(backend_, {.n_embd = n_embd,
@@ -168,13 +158,7 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
     backend_.add_scaled(x, x, h, 1.0f);
   }
   if (n_out == 0) return {};
-  const TensorView rows = s.h(n_out);
-  backend_.embed(rows, x, batch.output_rows, 1.0f);
-  backend_.rms_norm(rows, rows, output_norm_, hp.rms_eps);
-  const TensorView out = s.logits(n_out);
-  backend_.matmul(out, output_, rows);
-  last_logits_ = out;
-  if (!logits.empty()) backend_.download(logits.data(), out);
+  last_logits_ = output_head_forward(backend_, s, head_, {.rms_eps = hp.rms_eps}, x, batch.output_rows, logits);
   return {};
 }
 
@@ -183,20 +167,13 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
 HybridSpec default_hybrid_spec(const HParams& hp) {
   HybridSpec spec;
   spec.hp = hp;
+  HParams full_attention = hp;  // the hybrid families' attention layers see the whole context
+  full_attention.swa_layers.clear();
   for (int il = 0; il < hp.n_layer; ++il) {
     const bool conv = !hp.n_head_kv_layer.empty() && hp.n_head_kv_layer[il] == 0;
     spec.mixers.push_back(conv ? LayerKind::kShortConv : LayerKind::kAttention);
     spec.ffns.push_back(FfnKind::kDense);
-    AttentionSpec a;
-    a.params = {.n_head = hp.n_head,
-                .n_head_kv = hp.n_head_kv,
-                .head_dim = hp.head_dim,
-                .scale = hp.attention_scale != 0.0f ? hp.attention_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
-                .softcap = 0.0f,
-                .sliding_window = 0};
-    a.rope = {.kind = hp.rope_kind, .n_rot = hp.n_rot, .freq_base = hp.rope_freq_base, .freq_scale = hp.rope_freq_scale,
-              .freq_factors = nullptr};
-    a.norm_eps = hp.rms_eps;
+    AttentionSpec a = attention_spec(full_attention, il);
     a.qk_norm = true;
     spec.attention.push_back(a);
   }
