@@ -61,7 +61,16 @@ Result<std::unique_ptr<Session>> Session::create(model::Model& model, const toke
                                                                .max_batch_tokens = options.n_batch,
                                                                .max_sequences = 1,
                                                                .kv_type = options.kv_type}));
-  return std::unique_ptr<Session>(new Session(model, tokenizer, std::move(cache), options, n_ctx));
+  auto session = std::unique_ptr<Session>(new Session(model, tokenizer, std::move(cache), options, n_ctx));
+  // The device buffers of the last logits row and of top_k's candidates, allocated here so that
+  // generation itself allocates nothing.
+  ops::Backend& backend = model.backend();
+  const int64_t n_vocab = model.hparams().n_vocab;
+  CERA_ASSIGN_OR_RETURN(session->logits_buffer_, backend.allocate(static_cast<uint64_t>(n_vocab) * 4));
+  session->device_logits_ = session->logits_buffer_->view(DType::kF32, {n_vocab, 1, 1, 1}, backend.device());
+  CERA_ASSIGN_OR_RETURN(session->pick_buffer_,
+                        backend.allocate(static_cast<uint64_t>(2 * ops::TopKParams::kMaxTopK + 1) * 4));
+  return session;
 }
 
 std::span<const float> Session::last_logits() const {
@@ -76,11 +85,6 @@ std::span<const float> Session::last_logits() const {
 
 Session::Picked Session::pick_candidates(int32_t k) {
   ops::Backend& backend = model_->backend();
-  if (!pick_buffer_) {
-    auto buffer = backend.allocate(static_cast<uint64_t>(2 * ops::TopKParams::kMaxTopK + 1) * 4);
-    CERA_CHECK_MSG(buffer.ok(), buffer.status().to_string());
-    pick_buffer_ = std::move(*buffer);
-  }
   std::byte* base = pick_buffer_->data();
   const Device dev = backend.device();
   const TensorView ids = make_view(base, DType::kI32, {k, 1, 1, 1}, dev);
@@ -96,17 +100,10 @@ Session::Picked Session::pick_candidates(int32_t k) {
 
 void Session::keep_device_logits() {
   // The model's logits live in its scratch, which the next forward of any session sharing the
-  // model overwrites: this session keeps its own copy (one row: an exact embed of row 0).
-  ops::Backend& backend = model_->backend();
+  // model overwrites: this session keeps its own copy of the last output row (an exact embed).
   const model::Model::DeviceLogits dl = model_->device_logits();
-  if (!logits_buffer_) {
-    auto buffer = backend.allocate(static_cast<uint64_t>(dl.view.cols()) * 4);
-    CERA_CHECK_MSG(buffer.ok(), buffer.status().to_string());
-    logits_buffer_ = std::move(*buffer);
-    device_logits_ = logits_buffer_->view(DType::kF32, {dl.view.cols(), 1, 1, 1}, backend.device());
-  }
   const int32_t row = static_cast<int32_t>(dl.view.rows()) - 1;
-  backend.embed(device_logits_, dl.view, std::span(&row, 1), 1.0f);
+  model_->backend().embed(device_logits_, dl.view, std::span(&row, 1), 1.0f);
   logits_softcap_ = dl.softcap;
   has_logits_ = logits_on_device_ = true;
 }

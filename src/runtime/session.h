@@ -115,11 +115,11 @@ class Session {
   std::optional<int32_t> pending_;    // sampled but not yet evaluated
   bool has_logits_ = false;           // something was evaluated since the last reset
   mutable bool logits_on_device_ = false;  // logits_ not yet read back from device_logits_
-  std::unique_ptr<ops::Buffer> logits_buffer_;  // this session's copy of the last logits row
+  std::unique_ptr<ops::Buffer> logits_buffer_;  // this session's copy of the last logits row ([n_vocab])
   TensorView device_logits_;                    // [n_vocab] in logits_buffer_
   float logits_softcap_ = 0.0f;                 // still to apply to device_logits_
   mutable std::vector<float> logits_;  // [n_vocab] after the last evaluated token, once read back
-  std::unique_ptr<ops::Buffer> pick_buffer_;  // top_k outputs: ids [k], values [k], lse
+  std::unique_ptr<ops::Buffer> pick_buffer_;  // top_k outputs: ids [k], values [k], lse (k <= kMaxTopK)
   std::vector<int32_t> pick_host_;
   std::vector<float> all_logits_;     // [n_vocab * n] when asked
   std::atomic<bool> cancelled_{false};
