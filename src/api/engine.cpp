@@ -56,7 +56,7 @@ Result<std::unique_ptr<ops::Backend>> make_backend(const EngineOptions& options)
 // measured (8B Q4_0 tg128 313 vs 346 t/s, at depth 4096 266 vs 293; docs/benchmarks/cuda.md, v4),
 // so F16 is an opt-in for memory (--kv-type f16) until that is fixed; prompt processing is as
 // fast with either.
-DType resolve_kv_type(KvTypeChoice choice, Device /*device*/) {
+DType resolve_kv_type(KvTypeChoice choice) {
   switch (choice) {
     case KvTypeChoice::kF32: return DType::kF32;
     case KvTypeChoice::kF16: return DType::kF16;
@@ -72,7 +72,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   std::unique_ptr<Engine> engine(new Engine());
   CERA_ASSIGN_OR_RETURN(engine->file_, format::GgufFile::open(options.model_path));
   CERA_ASSIGN_OR_RETURN(engine->backend_, make_backend(options));
-  engine->kv_type_ = resolve_kv_type(options.kv_type, engine->backend_->device());
+  engine->kv_type_ = resolve_kv_type(options.kv_type);
   auto tok = tokenizer::Tokenizer::from_gguf(engine->file_);
   if (!tok.ok()) return tok.status().with_context(options.model_path.string());
   engine->tokenizer_.emplace(std::move(tok).value());

@@ -14,6 +14,7 @@
 #include "ops/cpu/cpu_backend.h"
 #include "runtime/kv_cache.h"
 #include "test_device.h"
+#include "generate_helpers.h"
 
 namespace cera {
 namespace {
@@ -210,11 +211,7 @@ TEST(RecurrentStateShift, LogitsMatchAFreshRunOverTheKeptTokens) {
     auto s = (*engine)->new_session({.n_ctx = 48, .n_keep = n_keep});
     ASSERT_TRUE(s.ok());
     ASSERT_TRUE((*s)->append_text("The quick brown fox jumps over the lazy dog. Once upon a time", true).ok());
-    runtime::GenerateOptions gen;
-    gen.max_tokens = 100;
-    gen.sampling = {.temperature = 0.9f, .seed = 3};
-    gen.stop_at_end_of_generation = false;
-    auto r = (*s)->generate(gen, nullptr);
+    auto r = test::generate_through_shifts(**s);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     ASSERT_GE((*s)->stats().n_context_shifts, 2);
     ASSERT_TRUE((*s)->append_text(" the end", false).ok());

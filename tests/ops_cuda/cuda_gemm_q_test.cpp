@@ -15,39 +15,14 @@
 namespace cera::ops::test {
 namespace {
 
-// Field split of a block in the GPU layout (weight_layout.cu): offsets and sizes of the regions.
-struct Split {
-  int block_bytes, n_fields;
-  int offset[3], bytes[3];
-};
-Split split_of(DType t) {
-  switch (t) {
-    case DType::kQ4_0: return {18, 2, {2, 0, 0}, {16, 2, 0}};
-    case DType::kQ4_1: return {20, 2, {4, 0, 0}, {16, 4, 0}};
-    case DType::kQ5_0: return {22, 3, {6, 2, 0}, {16, 4, 2}};
-    case DType::kQ5_1: return {24, 3, {8, 4, 0}, {16, 4, 4}};
-    case DType::kQ8_0: return {34, 2, {2, 0, 0}, {32, 2, 0}};
-    case DType::kQ6_K: return {210, 2, {0, 208, 0}, {208, 2, 0}};
-    default: return {0, 0, {}, {}};
-  }
-}
-
 // File blocks -> GPU layout, on the host (what repack_weight does on the device).
 std::vector<std::byte> to_gpu_layout(DType t, const std::vector<std::byte>& raw, int64_t n_in, int64_t n_rows) {
   const cuda::WeightLayout l = cuda::weight_layout(t, n_in, n_rows);
   std::vector<std::byte> out(l.total_bytes + 16);
-  const Split s = split_of(t);
-  if (!l.repacked) {
+  if (l.repacked) {
+    cuda::repack_weight_host(t, raw.data(), out.data(), n_in, n_rows);
+  } else {
     std::memcpy(out.data(), raw.data(), raw.size());
-    return out;
-  }
-  EXPECT_EQ(s.n_fields > 0, true) << dtype_name(t);
-  const int64_t n_blocks = n_in / dtype_block_size(t) * n_rows;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    for (int f = 0; f < s.n_fields; ++f) {
-      std::memcpy(out.data() + l.region_offset[f] + b * s.bytes[f], raw.data() + b * s.block_bytes + s.offset[f],
-                  size_t(s.bytes[f]));
-    }
   }
   return out;
 }

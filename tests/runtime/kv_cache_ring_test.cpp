@@ -14,6 +14,7 @@
 #include "model_cache.h"
 #include "runtime/kv_cache.h"
 #include "stories_model.h"
+#include "generate_helpers.h"
 
 namespace cera::runtime {
 namespace {
@@ -223,11 +224,7 @@ TEST_P(KvCacheShift, LogitsMatchAFreshRunOverTheKeptTokens) {
     auto s = (*engine)->new_session({.n_ctx = c.n_ctx, .n_batch = c.n_batch, .n_keep = c.n_keep, .kv_block_size = 4});
     ASSERT_TRUE(s.ok());
     ASSERT_TRUE((*s)->append_text("Once upon a time there was a little girl", true).ok());
-    GenerateOptions gen;
-    gen.max_tokens = 100;
-    gen.sampling = {.temperature = 0.9f, .seed = 3};
-    gen.stop_at_end_of_generation = false;
-    auto r = (*s)->generate(gen, nullptr);
+    auto r = test::generate_through_shifts(**s);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     ASSERT_GE((*s)->stats().n_context_shifts, 2);
     // Compare right after one more shift, while the window holds entries the shift moved (and

@@ -7,6 +7,7 @@
 
 #include "api/engine.h"
 #include "stories_model.h"
+#include "generate_helpers.h"
 
 namespace cera::runtime {
 namespace {
@@ -70,11 +71,7 @@ TEST(ContextShift, LogitsMatchAFreshRunOverTheKeptTokens) {
     auto s = (*engine)->new_session({.n_ctx = 48, .n_keep = n_keep});
     ASSERT_TRUE(s.ok());
     ASSERT_TRUE((*s)->append_text("Once upon a time, there was a little bird who wanted to fly.", true).ok());
-    GenerateOptions gen;
-    gen.max_tokens = 100;
-    gen.sampling = {.temperature = 0.9f, .seed = 3};
-    gen.stop_at_end_of_generation = false;
-    auto r = (*s)->generate(gen, nullptr);
+    auto r = test::generate_through_shifts(**s);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     ASSERT_GE((*s)->stats().n_context_shifts, 2);
     ASSERT_TRUE((*s)->append_text(" The end", false).ok());  // evaluates the pending token too

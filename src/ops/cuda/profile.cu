@@ -21,8 +21,12 @@ const char* verb_name(Verb v) {
     case Verb::kKvStore: return "kv_store";
     case Verb::kAttention: return "attention";
     case Verb::kTopK: return "top_k";
-    default: return "optional verb";
+    case Verb::kShortConv: return "short_conv";
+    case Verb::kMoeRoute: return "moe_route";
+    case Verb::kMatmulExperts: return "matmul_experts";
+    case Verb::kMoeCombine: return "moe_combine";
   }
+  return "?";
 }
 
 // verb, and for the matmuls the weight type and shape; token counts bucketed (1, 2-16, larger).

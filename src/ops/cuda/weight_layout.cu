@@ -1,5 +1,7 @@
 // Import-time repacking of the block formats into field regions (weight_layout.h). One thread
 // per block, byte copies: this runs once per weight at load, at PCIe-upload speed anyway.
+#include <cstring>
+
 #include "ops/cuda/cuda_context.h"
 #include "ops/cuda/weight_layout.h"
 
@@ -101,6 +103,21 @@ void repack_weight(DType t, const void* raw, void* dst, int64_t n_in, int64_t n_
   if (p.n_blocks == 0) return;
   repack_kernel<<<ceil_div(p.n_blocks, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(p);
   CERA_CUDA_LAUNCHED();
+}
+
+void repack_weight_host(DType t, const void* raw, void* dst, int64_t n_in, int64_t n_rows) {
+  const WeightLayout l = weight_layout(t, n_in, n_rows);
+  CERA_CHECK(l.repacked);
+  const Split s = split_of(t);
+  const auto* src = static_cast<const uint8_t*>(raw);
+  auto* out = static_cast<uint8_t*>(dst);
+  const int64_t n_blocks = (n_in / dtype_block_size(t)) * n_rows;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (int f = 0; f < s.n_fields; ++f) {
+      std::memcpy(out + l.region_offset[f] + b * s.field_bytes[f], src + b * s.block_bytes + s.field_offset[f],
+                  size_t(s.field_bytes[f]));
+    }
+  }
 }
 
 }  // namespace cera::ops::cuda

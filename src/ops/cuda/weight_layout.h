@@ -35,5 +35,7 @@ QWeight qweight_of(DType dtype, const void* data, int64_t n_in, int64_t n_rows, 
 
 // Rewrites raw file blocks (device memory) into the layout at dst (device memory), on stream.
 void repack_weight(DType dtype, const void* raw, void* dst, int64_t n_in, int64_t n_rows, void* stream);
+// The same rewrite on the host (host memory on both sides), for tests that build the layout.
+void repack_weight_host(DType dtype, const void* raw, void* dst, int64_t n_in, int64_t n_rows);
 
 }  // namespace cera::ops::cuda
