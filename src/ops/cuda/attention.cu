@@ -3,7 +3,8 @@
 // per (kv head, group chunk of <= 8 query heads, token, context split). Each warp streams cache
 // entries (4 in flight), the group's query heads share every K/V row it loads, and the online
 // softmax state is merged across warps in shared memory. When (tokens x kv heads) cannot fill the
-// GPU (decode), the context is split and a second kernel merges the splits' partial results.
+// GPU (decode), the context is split and the last split of each (head group, token) to finish
+// merges the splits' partial results (an arrival counter per group and token).
 // The split count depends on shapes only and each token derives its split length from its own
 // position on the device, so a decode step's launch parameters do not change with the position
 // and a captured graph replays unchanged (graph.h). F16 rows: each lane loads its D halves in one
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "ops/cuda/attention_prefill.h"
 #include "ops/cuda/cuda_ops.h"
@@ -48,7 +50,34 @@ struct AttnParams {
   bool vec_rows;       // cache rows and head offsets aligned: lanes load D elements at once
   float* partial_acc;  // [n_tokens, n_head, n_split, head_dim]
   float2* partial_ml;  // [n_tokens, n_head, n_split] (max, sum)
+  int32_t* arrivals;   // [n_tokens, gridDim.x] live splits done so far; zero between launches
+  bool merge_in_block; // the last live split merges (else attention_merge_kernel does)
 };
+
+// The weights of n_live splits' partial results (max, sum) at ml: s_f[s] = exp(max_s - max) and
+// the inverse of the merged sum. One warp; the expressions of the merge are those of
+// attention_merge_kernel and the in-block merge alike, so both give the same bits.
+__device__ __forceinline__ void split_weights(const float2* ml_base, int n_live, float* s_f, float* s_inv) {
+  const int lane = threadIdx.x & 31;
+  float2 ml[kMaxSplits / 32];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < kMaxSplits / 32; ++k) {
+    const int s = lane + 32 * k;
+    ml[k] = s < n_live ? __ldcg(ml_base + s) : make_float2(-INFINITY, 0.0f);
+    mx = fmaxf(mx, ml[k].x);
+  }
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kMaxSplits / 32; ++k) {
+    const float f = ml[k].x == -INFINITY ? 0.0f : __expf(ml[k].x - mx);
+    sum += ml[k].y * f;
+    if (lane + 32 * k < n_live) s_f[lane + 32 * k] = f;
+  }
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (lane == 0) *s_inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+}
 
 // Elements lane * D .. lane * D + D - 1 of a cache row (zeros past head_dim). With aligned rows
 // a lane's D contiguous floats are one float4/float2 load (one 16-byte LDG per lane per row
@@ -135,6 +164,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   const int split_len = max(kMinSplitLen, (pos + p.n_split) / p.n_split);  // ceil((pos + 1) / n_split)
   const int lo = max(first, split * split_len), hi = min(pos, (split + 1) * split_len - 1);
   const int h0 = kvh * p.n_group + g0;
+  const int n_live = min(p.n_split, pos / split_len + 1);  // splits that start at or before pos
+  if (p.merge_in_block && split >= n_live) return;  // holds nothing; the merge reads n_live splits
 
   float qr[G][D], acc[G][D], m[G], l[G];
 #pragma unroll
@@ -224,6 +255,36 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
       if (i == 0) p.partial_ml[pi] = make_float2(mx, sum);
     }
   }
+  if (p.n_split == 1 || !p.merge_in_block) return;
+  // The last live split of this (kv head chunk, token) to finish merges them all: one launch a
+  // layer instead of two (a dependent kernel boundary costs a few us in a decode step). Each
+  // block publishes its partials (fence), then counts itself; the block that counts last sees
+  // every other block's partials after its own fence.
+  __shared__ int s_last;
+  __shared__ float s_f[G][kMaxSplits];
+  __shared__ float s_inv[G];
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t* arrived = p.arrivals + t * gridDim.x + blockIdx.x;
+    s_last = atomicAdd(arrived, 1) == n_live - 1;
+    if (s_last) *arrived = 0;  // every live split has counted: ready for the next launch
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  for (int g = warp; g < ng; g += kAttnWarps) {
+    split_weights(p.partial_ml + (t * p.n_head + h0 + g) * p.n_split, n_live, s_f[g], &s_inv[g]);
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < ng * hd; idx += blockDim.x) {
+    const int g = idx / hd, i = idx % hd;
+    const int64_t base = (t * p.n_head + h0 + g) * p.n_split;
+    float a = 0.0f;
+#pragma unroll 8
+    for (int s = 0; s < n_live; ++s) a += __ldcg(p.partial_acc + (base + s) * hd + i) * s_f[g][s];
+    p.out.data[t * p.out.token_stride + (h0 + g) * p.out.head_stride + i] = a * s_inv[g];
+  }
 }
 
 // One block per (head, token): merges the n_split partial softmax results. The splits' (max,
@@ -241,27 +302,7 @@ __global__ void attention_merge_kernel(const __grid_constant__ AttnParams p) {
   const int32_t pos = p.positions[t];
   const int split_len = max(kMinSplitLen, (pos + p.n_split) / p.n_split);
   const int n_live = min(p.n_split, pos / split_len + 1);
-  if (threadIdx.x < 32) {
-    const int lane = threadIdx.x;
-    float2 ml[kMaxSplits / 32];
-    float mx = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < kMaxSplits / 32; ++k) {
-      const int s = lane + 32 * k;
-      ml[k] = s < n_live ? p.partial_ml[base + s] : make_float2(-INFINITY, 0.0f);
-      mx = fmaxf(mx, ml[k].x);
-    }
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kMaxSplits / 32; ++k) {
-      const float f = ml[k].x == -INFINITY ? 0.0f : __expf(ml[k].x - mx);
-      sum += ml[k].y * f;
-      if (lane + 32 * k < n_live) s_f[lane + 32 * k] = f;
-    }
-    sum = warp_sum(sum);
-    if (lane == 0) s_inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-  }
+  if (threadIdx.x < 32) split_weights(p.partial_ml + base, n_live, s_f, &s_inv);
   __syncthreads();
   for (int i = threadIdx.x; i < p.head_dim; i += blockDim.x) {
     float a = 0.0f;
@@ -380,14 +421,21 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.vec_rows = a.head_dim % vec_elems == 0 && p.k_stride % vec_elems == 0 && p.v_stride % vec_elems == 0 &&
                reinterpret_cast<uintptr_t>(p.k) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v) % 16 == 0;
   p.n_split = int32_t(n_split);
+  const dim3 grid(unsigned(a.n_head_kv * p.n_chunks), unsigned(n_tokens), unsigned(n_split));
+  // CERA_CUDA_ATTN_MERGE=kernel: the splits merged by a second kernel (the v4 path), for A/B runs.
+  static const bool merge_kernel = [] {
+    const char* e = std::getenv("CERA_CUDA_ATTN_MERGE");
+    return e != nullptr && std::string(e) == "kernel";
+  }();
+  p.merge_in_block = !merge_kernel;
   if (n_split > 1) {
     const int64_t n_part = n_tokens * a.n_head * n_split;
     auto* buf = static_cast<float*>(ctx.scratch(ScratchKind::kAttnPartial, uint64_t(n_part) * (a.head_dim + 2) * 4));
     p.partial_acc = buf;
     p.partial_ml = reinterpret_cast<float2*>(buf + n_part * a.head_dim);
+    p.arrivals = static_cast<int32_t*>(ctx.zeroed_scratch(ScratchKind::kAttnArrivals, uint64_t(n_tokens) * grid.x * 4));
   }
   const size_t smem = size_t(kAttnWarps) * group_cap * (a.head_dim * sizeof(float) + sizeof(float2));
-  const dim3 grid(unsigned(a.n_head_kv * p.n_chunks), unsigned(n_tokens), unsigned(n_split));
   CERA_CHECK_MSG(n_tokens < 65536, "attention: at most 65535 tokens per call");
   if (!ctx.launching()) return;
   if (f16) {
@@ -398,7 +446,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
                    : launch_attention<float, kMaxGroup>(ctx, grid, smem, p, a.head_dim);
   }
   CERA_CUDA_LAUNCHED();
-  if (n_split > 1) {
+  if (n_split > 1 && !p.merge_in_block) {
     launch(ctx.stream(), attention_merge_kernel, dim3(unsigned(a.n_head), unsigned(n_tokens)), 128, 0, p);
     CERA_CUDA_LAUNCHED();
   }

@@ -50,6 +50,14 @@ void* CudaContext::scratch(ScratchKind kind, uint64_t bytes) {
   return scratch_[k];
 }
 
+void* CudaContext::zeroed_scratch(ScratchKind kind, uint64_t bytes) {
+  const uint64_t before = scratch_epoch_;
+  void* p = scratch(kind, bytes);
+  // Ordered before any later kernel on the stream (a graph launched after this call included).
+  if (scratch_epoch_ != before) CERA_CUDA_CHECK(cudaMemsetAsync(p, 0, scratch_bytes_[size_t(kind)], stream_));
+  return p;
+}
+
 const void* CudaContext::device_bytes(const void* host, uint64_t bytes) {
   if (bytes == 0) return nullptr;
   ++use_clock_;

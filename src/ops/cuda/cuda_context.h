@@ -47,6 +47,7 @@ enum class ScratchKind : uint8_t {
   kAttnPartial, // per-split partial softmax results of attention
   kMoeGroups,   // matmul_experts' rows grouped by expert (prompt batches)
   kTopK,        // candidate keys and log-sum-exp partials of top_k's rounds
+  kAttnArrivals,  // attention's per-(head group, token) split counters (zeroed_scratch)
   kCount,
 };
 
@@ -79,6 +80,8 @@ class CudaContext {
   const std::string& device_name() const { return device_name_; }
 
   void* scratch(ScratchKind kind, uint64_t bytes);
+  // Scratch whose bytes are zero when (re)allocated; the kernels using it leave it zero.
+  void* zeroed_scratch(ScratchKind kind, uint64_t bytes);
   // Bumped whenever scratch is reallocated: graphs captured before hold stale scratch pointers.
   uint64_t scratch_epoch() const { return scratch_epoch_; }
   // Device copy of a host array, valid for work enqueued on stream() from now on.
