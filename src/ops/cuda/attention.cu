@@ -27,7 +27,11 @@ namespace {
 constexpr int kAttnWarps = 4;
 constexpr int kMaxGroup = 8;  // query heads per block; larger groups take several chunks
 constexpr int kMaxSplits = 64;
-constexpr int kMinSplitLen = 64;  // entries per split at least, so the merge stays cheap
+// Entries per split at least. 16 = one round of a block's 4 warps x 4 entries in flight (head_dim
+// <= 128): short contexts spread over many blocks instead of a chain of rounds in one (8B decode
+// at depths 0-128 spent ~15 us a layer in attention with 64, v5); from 1,024 entries on the
+// splits grow and their count stays kMaxSplits.
+constexpr int kMinSplitLen = 16;
 
 struct HeadsView {
   float* data;
@@ -52,6 +56,7 @@ struct AttnParams {
   float2* partial_ml;  // [n_tokens, n_head, n_split] (max, sum)
   int32_t* arrivals;   // [n_tokens, gridDim.x] live splits done so far; zero between launches
   bool merge_in_block; // the last live split merges (else attention_merge_kernel does)
+  int32_t min_split;   // kMinSplitLen unless CERA_CUDA_ATTN_MINSPLIT sets it (A/B runs)
 };
 
 // The weights of n_live splits' partial results (max, sum) at ml: s_f[s] = exp(max_s - max) and
@@ -161,7 +166,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   const int32_t pos = p.positions[t];
   const int32_t* table = p.block_tables + p.table_offset[p.token_seq[t]];
   const int first = p.window > 0 ? max(0, pos - p.window + 1) : 0;
-  const int split_len = max(kMinSplitLen, (pos + p.n_split) / p.n_split);  // ceil((pos + 1) / n_split)
+  const int split_len = max(p.min_split, (pos + p.n_split) / p.n_split);  // ceil((pos + 1) / n_split)
   const int lo = max(first, split * split_len), hi = min(pos, (split + 1) * split_len - 1);
   const int h0 = kvh * p.n_group + g0;
   const int n_live = min(p.n_split, pos / split_len + 1);  // splits that start at or before pos
@@ -277,12 +282,29 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
     split_weights(p.partial_ml + (t * p.n_head + h0 + g) * p.n_split, n_live, s_f[g], &s_inv[g]);
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < ng * hd; idx += blockDim.x) {
+  // Four elements a thread (one 16-byte load per split, 16 splits in flight): this one block reads
+  // every live split's partials, so its loads must not form a long dependent chain (with one
+  // element a thread and 8 loads in flight, the merge cost 8B 3 % at depth 4096, v5).
+  const int quads = hd % 4 == 0 ? hd / 4 : 0;
+  for (int idx = threadIdx.x; idx < ng * quads; idx += blockDim.x) {
+    const int g = idx / quads, i = (idx % quads) * 4;
+    const float* src = p.partial_acc + (t * p.n_head + h0 + g) * p.n_split * hd + i;
+    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 16
+    for (int s = 0; s < n_live; ++s) {
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + int64_t(s) * hd));
+      const float f = s_f[g][s];
+      a[0] += v.x * f; a[1] += v.y * f; a[2] += v.z * f; a[3] += v.w * f;
+    }
+    float* o = p.out.data + t * p.out.token_stride + (h0 + g) * p.out.head_stride + i;
+    for (int k = 0; k < 4; ++k) o[k] = a[k] * s_inv[g];
+  }
+  for (int idx = threadIdx.x; quads == 0 && idx < ng * hd; idx += blockDim.x) {
     const int g = idx / hd, i = idx % hd;
-    const int64_t base = (t * p.n_head + h0 + g) * p.n_split;
+    const float* src = p.partial_acc + (t * p.n_head + h0 + g) * p.n_split * hd + i;
     float a = 0.0f;
 #pragma unroll 8
-    for (int s = 0; s < n_live; ++s) a += __ldcg(p.partial_acc + (base + s) * hd + i) * s_f[g][s];
+    for (int s = 0; s < n_live; ++s) a += __ldcg(src + int64_t(s) * hd) * s_f[g][s];
     p.out.data[t * p.out.token_stride + (h0 + g) * p.out.head_stride + i] = a * s_inv[g];
   }
 }
@@ -300,7 +322,7 @@ __global__ void attention_merge_kernel(const __grid_constant__ AttnParams p) {
   const int64_t base = (t * p.n_head + h) * p.n_split;
   // Splits past the token's position hold nothing (same split length as attention_kernel).
   const int32_t pos = p.positions[t];
-  const int split_len = max(kMinSplitLen, (pos + p.n_split) / p.n_split);
+  const int split_len = max(p.min_split, (pos + p.n_split) / p.n_split);
   const int n_live = min(p.n_split, pos / split_len + 1);
   if (threadIdx.x < 32) split_weights(p.partial_ml + base, n_live, s_f, &s_inv);
   __syncthreads();
@@ -428,6 +450,12 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
     return e != nullptr && std::string(e) == "kernel";
   }();
   p.merge_in_block = !merge_kernel;
+  static const int32_t min_split = [] {
+    const char* e = std::getenv("CERA_CUDA_ATTN_MINSPLIT");
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return v >= 1 ? v : kMinSplitLen;
+  }();
+  p.min_split = min_split;
   if (n_split > 1) {
     const int64_t n_part = n_tokens * a.n_head * n_split;
     auto* buf = static_cast<float*>(ctx.scratch(ScratchKind::kAttnPartial, uint64_t(n_part) * (a.head_dim + 2) * 4));

@@ -1,6 +1,8 @@
 // Fused kernels for the call patterns of fused.h, and the matcher graph replay calls. Each kernel
 // repeats the float operations of the verbs it replaces (same expressions, same reduction order
 // as rms_norm_kernel), so a replayed forward matches the eager one.
+#include <cstdlib>
+
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/fused.h"
@@ -26,14 +28,44 @@ struct NormParams {
 };
 
 // One block per row, like rms_norm_kernel: [add,] sum of squares, then out = x * inv * w
-// [and its Q8_0 codes]. Saves 1-2 launches per use.
+// [and its Q8_0 codes]. Saves 1-2 launches per use. Thread t takes elements t + k * blockDim.x,
+// the order of rms_norm_kernel's loop, so both sum the squares alike; with a lane's 32-element
+// chunk k * blockDim.x + 32 * warp .. + 31, every warp holds whole Q8_0 blocks.
+// kPer > 0: the row lives in registers (kPer elements a thread, n <= kPer * blockDim.x): one round
+// of loads, then the reduction and the quantization without touching memory again. The loop form
+// (kPer = 0, any n) re-read the row from memory per 32-element block: ~9 us a call on an 8B
+// decode step, a dependent chain of loads on one SM (docs/benchmarks/cuda.md, v5).
+template <int kPer>
 __global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
   pdl_entry();
   __shared__ float partial[32];
   const int64_t r = blockIdx.x;
   const float* x = p.add ? p.sum + r * p.sum_stride : p.a + r * p.a_stride;
+  constexpr int kRegs = kPer > 0 ? kPer : 1;
+  float v[kRegs], w[kRegs];
   float sum = 0.0f;
-  if (p.add) {
+  if constexpr (kPer > 0) {
+    const float* a = p.a + r * p.a_stride;
+    const float* b = p.b + r * p.b_stride;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
+      v[k] = 0.0f;
+      w[k] = 0.0f;
+      if (i < p.n) {
+        v[k] = p.add ? __fmaf_rn(p.s, b[i], a[i]) : a[i];  // as elementwise_kernel's kAddScaled
+        w[k] = p.weight[i];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
+      if (i < p.n) {
+        if (p.add) p.sum[r * p.sum_stride + i] = v[k];
+        sum += v[k] * v[k];
+      }
+    }
+  } else if (p.add) {
     const float* a = p.a + r * p.a_stride;
     const float* b = p.b + r * p.b_stride;
     float* s = p.sum + r * p.sum_stride;
@@ -56,6 +88,18 @@ __global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
   __syncthreads();
   const float inv = 1.0f / sqrtf(partial[0] / float(p.n) + p.eps);
   float* out = p.out + r * p.out_stride;
+  if constexpr (kPer > 0) {
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t chunk = int64_t(k) * blockDim.x + (threadIdx.x & ~31u);  // warp-uniform
+      if (chunk >= p.n) break;
+      const int64_t i = chunk + (threadIdx.x & 31);
+      const float y = v[k] * inv * w[k];
+      if (i < p.n) out[i] = y;
+      if (p.q != nullptr) quantize_q8_0_lane(y, p.q + r * p.n + chunk, p.ds + r * (p.n / 32) + chunk / 32);
+    }
+    return;
+  }
   if (p.q == nullptr) {
     for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) out[i] = x[i] * inv * p.weight[i];
     return;
@@ -201,7 +245,19 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
     p.ds = a.ds;
   }
   ctx.act_cache() = {};
-  launch(ctx.stream(), add_norm_quant_kernel, unsigned(x.rows()), norm_threads(p.n), 0, p);
+  const unsigned threads = norm_threads(p.n);
+  // Without quantization a chunk may be partial (n % 32 != 0): the register form covers it too,
+  // since its quantization is skipped and its stores are per element.
+  const int64_t per = (p.n + threads - 1) / threads;
+  auto kernel = per <= 1 ? add_norm_quant_kernel<1>
+              : per <= 2 ? add_norm_quant_kernel<2>
+              : per <= 4 ? add_norm_quant_kernel<4>
+              : per <= 8 ? add_norm_quant_kernel<8>
+              : per <= 16 ? add_norm_quant_kernel<16>
+                          : add_norm_quant_kernel<0>;
+  static const bool loop_env = std::getenv("CERA_CUDA_NORM_LOOP") != nullptr;  // A/B of the v5 change
+  if (loop_env) kernel = add_norm_quant_kernel<0>;
+  launch(ctx.stream(), kernel, unsigned(x.rows()), threads, 0, p);
   CERA_CUDA_LAUNCHED();
   if (quant) ctx.act_cache() = {n.out.data, n.out.stride(), n.out.cols(), n.out.rows(), 32};
   return has_add ? 2 : 1;
