@@ -1,6 +1,7 @@
 // Default bodies: the optional verbs (a backend that lacks one says so at the call, but models
 // check Backend::supports() at load time, so reaching these is a programming error), and top_k on
-// the host for backends without a device selection, and copy through the host.
+// the host for backends without a device selection, copy and embed_ids through the host, and
+// download_async as a plain download.
 #include "ops/backend.h"
 
 #include <vector>
@@ -35,6 +36,20 @@ void Backend::copy(const TensorView& dst, const TensorView& src) {
   std::vector<std::byte> host(static_cast<size_t>(src.row_bytes() * src.rows()));
   download(host.data(), src);
   upload(dst, host.data());
+}
+
+Readback Backend::download_async(void* dst, const TensorView& src) {
+  download(dst, src);
+  return {};
+}
+
+void Backend::wait(Readback) {}
+
+void Backend::embed_ids(const TensorView& out, const TensorView& table, const TensorView& ids, float scale) {
+  CERA_CHECK_MSG(ids.dtype == DType::kI32 && ids.n_elements() == out.rows(), "embed_ids: ids must be I32 [n_tokens]");
+  std::vector<int32_t> host(static_cast<size_t>(ids.n_elements()));
+  download(host.data(), ids);
+  embed(out, table, host, scale);
 }
 
 void Backend::top_k(const TensorView& ids, const TensorView& values, const TensorView& lse, const TensorView& logits,

@@ -103,6 +103,11 @@ struct TopKParams {
   static constexpr int32_t kMaxTopK = 256;
 };
 
+// A pending Backend::download_async, redeemed by Backend::wait. id 0: nothing pending.
+struct Readback {
+  uint64_t id = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -121,6 +126,16 @@ class Backend {
   virtual void copy(const TensorView& dst, const TensorView& src);
   virtual void download(void* dst, const TensorView& src) = 0;        // waits for prior work
   virtual void synchronize() = 0;
+  // Readback without waiting: download_async queues the copy of src (after the work already
+  // issued) and returns at once; wait(r) blocks until dst holds the bytes. dst is the caller's,
+  // must hold src.n_elements() packed, and stay valid and unread until wait(r). Several may be
+  // outstanding; each must be waited for exactly once, in any order. The default body copies at
+  // once (download) and wait does nothing. Used to keep the host ahead of the device in decode.
+  virtual Readback download_async(void* dst, const TensorView& src);
+  virtual void wait(Readback readback);
+  // Does work issued to this backend run while the host goes on (a device with a stream)? Only
+  // then does issuing the next step before reading this one back (Session's pipelined decode) pay.
+  virtual bool overlaps_host() const { return false; }
   // Is there a matmul kernel for this weight type?
   virtual bool supports_weight(DType dtype) const = 0;
 
@@ -128,6 +143,11 @@ class Backend {
   // out[n_embd, n_tokens] = table[n_embd, n_vocab] rows `tokens`, times `scale`. Any weight type.
   virtual void embed(const TensorView& out, const TensorView& table, std::span<const int32_t> tokens,
                      float scale) = 0;
+  // embed() with the token ids in memory of this backend's device: ids [n_tokens] I32 (e.g. what
+  // top_k wrote), read when the verb runs, so the host never sees them (pipelined decode). Ids
+  // must lie in [0, n_vocab): the host cannot check them; a device writes zero rows for others.
+  // The default body downloads the ids and calls embed().
+  virtual void embed_ids(const TensorView& out, const TensorView& table, const TensorView& ids, float scale);
   // out[n_out, n_tokens] = x[n_in, n_tokens] · weight[n_in, n_out]ᵀ (+ bias[n_out]). The weight is
   // read once per call whatever n_tokens is (prompt processing is matrix-matrix work).
   virtual void matmul(const TensorView& out, const TensorView& weight, const TensorView& x,

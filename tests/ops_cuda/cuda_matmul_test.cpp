@@ -176,6 +176,58 @@ TEST(CudaEmbed, EveryTypeMatchesDequantization) {
   }
 }
 
+// embed_ids (ids in device memory, read when the kernel runs) against embed of the same ids on
+// the CUDA backend: identical bytes, recorded into a graph (<= 16 ids) or eager (more); an id
+// outside the vocabulary, which the host cannot check, gives a zero row.
+TEST(CudaEmbed, EmbedIdsMatchesEmbed) {
+  CERA_SKIP_WITHOUT_CUDA();
+  Backend& cuda = *backends().cuda;
+  std::mt19937 rng(17);
+  const int64_t n_vocab = 41;
+  std::uniform_int_distribution<int32_t> pick(0, int32_t(n_vocab) - 1);
+  for (DType t : kTypes) {
+    const int64_t n_embd = dtype_block_size(t) == 256 ? 512 : 96;
+    std::vector<std::byte> table = random_weight(rng, t, n_embd, n_vocab);
+    Imported w = import(cuda, t, table, n_embd, n_vocab);
+    for (int64_t n : {1, 5, 16, 23}) {
+      std::vector<int32_t> ids(static_cast<size_t>(n));
+      for (int32_t& id : ids) id = pick(rng);
+      auto buf = cuda.allocate(uint64_t(n) * 4);
+      ASSERT_TRUE(buf.ok());
+      const TensorView dev_ids = (*buf)->view(DType::kI32, {n, 1, 1, 1}, Device::kCuda);
+      cuda.upload(dev_ids, ids.data());
+      Tensor a = make_tensor(cuda, {n_embd, n, 1, 1}, std::vector<float>(size_t(n_embd * n)));
+      Tensor b = make_tensor(cuda, {n_embd, n, 1, 1}, std::vector<float>(size_t(n_embd * n)));
+      poison(cuda, a.view);
+      poison(cuda, b.view);
+      cuda.embed(a.view, w.view, ids, 0.37f);
+      cuda.embed_ids(b.view, w.view, dev_ids, 0.37f);
+      const std::vector<float> ra = read_tensor(cuda, a.view), rb = read_tensor(cuda, b.view);
+      CERA_EXPECT_CLOSE(rb, ra, 0.0, std::string(dtype_name(t)) + " embed_ids n=" + std::to_string(n));
+      EXPECT_EQ(ra, rb) << dtype_name(t) << " n=" << n;
+    }
+    // Out-of-range ids (negative, n_vocab) between valid ones: zero rows, the others intact.
+    const std::vector<int32_t> bad = {2, -1, int32_t(n_vocab), 7};
+    auto buf = cuda.allocate(bad.size() * 4);
+    ASSERT_TRUE(buf.ok());
+    const TensorView dev_bad = (*buf)->view(DType::kI32, {4, 1, 1, 1}, Device::kCuda);
+    cuda.upload(dev_bad, bad.data());
+    Tensor out = make_tensor(cuda, {n_embd, 4, 1, 1}, std::vector<float>(size_t(n_embd * 4)));
+    poison(cuda, out.view);
+    cuda.embed_ids(out.view, w.view, dev_bad, 1.0f);
+    const std::vector<float> got = read_tensor(cuda, out.view);
+    Tensor ref = make_tensor(cuda, {n_embd, 2, 1, 1}, std::vector<float>(size_t(n_embd * 2)));
+    cuda.embed(ref.view, w.view, std::vector<int32_t>{2, 7}, 1.0f);
+    const std::vector<float> want = read_tensor(cuda, ref.view);
+    for (int64_t j = 0; j < n_embd; ++j) {
+      EXPECT_EQ(got[size_t(j)], want[size_t(j)]) << dtype_name(t);
+      EXPECT_EQ(got[size_t(n_embd + j)], 0.0f) << dtype_name(t);
+      EXPECT_EQ(got[size_t(2 * n_embd + j)], 0.0f) << dtype_name(t);
+      EXPECT_EQ(got[size_t(3 * n_embd + j)], want[size_t(n_embd + j)]) << dtype_name(t);
+    }
+  }
+}
+
 TEST(CudaEmbed, GathersRowsOfADeviceActivation) {
   CERA_SKIP_WITHOUT_CUDA();
   Backends& be = backends();

@@ -2,7 +2,8 @@
 // into the GPU layout), host<->device copies on the backend's stream, and the forwarding of the
 // verbs, as Calls, to the GraphRunner (graph.h), which logs them into CUDA graphs or runs them
 // eagerly. Every verb is asynchronous on the one stream; upload/download/synchronize/import and
-// the release of a Buffer first launch what is logged.
+// the release of a Buffer first launch what is logged. download_async reads back through a small
+// ring of pinned slots (a copy into pageable memory would block the host until it is done).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +51,61 @@ class DeviceBuffer final : public Buffer {
   std::weak_ptr<GraphRunner> runner_;
 };
 
+// The pinned slots of download_async. A slot is reused round robin; if the readback still in it
+// was not waited for, reuse completes it first (copies it to its dst), so any number may be
+// outstanding and wait() of a completed one does nothing.
+class ReadbackRing {
+ public:
+  static constexpr int kSlots = 4;
+  static constexpr uint64_t kSlotBytes = 4096;  // a few sampled ids and scores; larger reads are synchronous
+
+  ReadbackRing() {
+    CERA_CUDA_CHECK(cudaMallocHost(&host_, kSlots * kSlotBytes));
+    for (Slot& s : slots_) CERA_CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+  }
+  ~ReadbackRing() {  // destructors must not throw: errors ignored
+    for (Slot& s : slots_) cudaEventDestroy(s.done);
+    cudaFreeHost(host_);
+  }
+  ReadbackRing(const ReadbackRing&) = delete;
+  ReadbackRing& operator=(const ReadbackRing&) = delete;
+
+  // Queues the copy of src (after what the stream holds) into the next slot.
+  Readback start(void* dst, const TensorView& src, cudaStream_t stream) {
+    const uint64_t id = ++last_id_;
+    Slot& s = slots_[id % kSlots];
+    finish(s);
+    std::byte* pinned = host_ + (id % kSlots) * kSlotBytes;
+    CERA_CUDA_CHECK(cudaMemcpy2DAsync(pinned, size_t(src.row_bytes()), src.data, size_t(src.stride()),
+                                      size_t(src.row_bytes()), size_t(src.rows()), cudaMemcpyDeviceToHost, stream));
+    CERA_CUDA_CHECK(cudaEventRecord(s.done, stream));
+    s = {.done = s.done, .id = id, .dst = dst, .bytes = uint64_t(src.row_bytes() * src.rows())};
+    return {id};
+  }
+  void wait(Readback r) {
+    if (r.id == 0) return;
+    Slot& s = slots_[r.id % kSlots];
+    if (s.id == r.id) finish(s);  // otherwise a later start() finished it already
+  }
+
+ private:
+  struct Slot {
+    cudaEvent_t done = nullptr;
+    uint64_t id = 0;  // 0: nothing to finish
+    void* dst = nullptr;
+    uint64_t bytes = 0;
+  };
+  void finish(Slot& s) {
+    if (s.id == 0) return;
+    CERA_CUDA_CHECK(cudaEventSynchronize(s.done));
+    std::memcpy(s.dst, host_ + (s.id % kSlots) * kSlotBytes, s.bytes);
+    s.id = 0;
+  }
+  std::byte* host_ = nullptr;
+  Slot slots_[kSlots];
+  uint64_t last_id_ = 0;
+};
+
 Result<std::unique_ptr<Buffer>> device_alloc(uint64_t bytes, std::weak_ptr<GraphRunner> runner) {
   void* p = nullptr;
   const cudaError_t err = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
@@ -69,6 +125,7 @@ class CudaBackend final : public Backend {
       runner_->flush();
     } catch (const std::exception&) {  // destructors must not throw
     }
+    cudaStreamSynchronize(ctx_.stream());  // readbacks still copying into readbacks_'s pinned slots
     if (const char* env = std::getenv("CERA_CUDA_GRAPH_STATS"); env != nullptr && env[0] == '1') {
       const GraphRunner::Stats& s = runner_->stats();
       std::fprintf(stderr,
@@ -145,6 +202,19 @@ class CudaBackend final : public Backend {
     CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
     runner_->synced();
   }
+  // Launches what is logged and returns: the host records the next step while this one runs.
+  Readback download_async(void* dst, const TensorView& src) override {
+    CERA_CHECK(src.device == Device::kCuda);
+    if (src.n_elements() == 0) return {};
+    if (uint64_t(src.row_bytes() * src.rows()) > ReadbackRing::kSlotBytes) {
+      download(dst, src);
+      return {};
+    }
+    runner_->flush();
+    return readbacks_.start(dst, src, ctx_.stream());
+  }
+  void wait(Readback r) override { readbacks_.wait(r); }
+  bool overlaps_host() const override { return true; }
   bool supports_weight(DType dtype) const override { return cuda::is_supported_weight(dtype); }
 
   void embed(const TensorView& out, const TensorView& table, std::span<const int32_t> tokens,
@@ -152,6 +222,9 @@ class CudaBackend final : public Backend {
     Call c{.verb = Verb::kEmbed, .out = out, .a = table, .f = scale};
     c.i[0] = tokens;
     runner_->run(c);
+  }
+  void embed_ids(const TensorView& out, const TensorView& table, const TensorView& ids, float scale) override {
+    runner_->run({.verb = Verb::kEmbedIds, .out = out, .a = table, .b = ids, .f = scale});
   }
   void matmul(const TensorView& out, const TensorView& weight, const TensorView& x,
               const TensorView* bias) override {
@@ -231,6 +304,7 @@ class CudaBackend final : public Backend {
  private:
   CudaContext ctx_;
   std::shared_ptr<GraphRunner> runner_;  // shared with the Buffers (weakly), which flush it
+  ReadbackRing readbacks_;
 };
 
 bool graphs_enabled(bool requested) {

@@ -46,6 +46,9 @@ void add_bias(CudaContext& ctx, const TensorView& out, const float* bias);
 
 void embed(CudaContext& ctx, const TensorView& out, const TensorView& table, std::span<const int32_t> tokens,
            float scale);
+// Backend::embed_ids: the ids ([n_tokens] I32) are a device view, read when the kernel runs.
+void embed_ids(CudaContext& ctx, const TensorView& out, const TensorView& table, const TensorView& ids,
+               float scale);
 
 void rms_norm(CudaContext& ctx, const TensorView& out, const TensorView& x, const TensorView& weight, float eps);
 void gated_activation(CudaContext& ctx, const TensorView& out, const TensorView& gate, const TensorView& up,

@@ -28,8 +28,12 @@ class HostTimer {
   std::chrono::steady_clock::time_point t0_;
 };
 
-constexpr uint64_t kArenaBytes = 1ull << 20;  // host arrays of one log (decode needs a few KB)
-constexpr size_t kMaxEntries = 8;             // executable graphs kept (LRU)
+constexpr uint64_t kArenaBytes = 1ull << 20;      // two halves of host arrays (decode needs a few KB a log)
+constexpr uint64_t kHalfBytes = kArenaBytes / 2;  // one log's room
+// Executable graphs kept (LRU). The arena half is part of a log's topology, so a decode shape
+// alternating between the halves keeps two graphs (two replays, no cudaGraphExecUpdate per
+// step); 16 holds those of a session's decode, its short prompt tails and a few batch buckets.
+constexpr size_t kMaxEntries = 16;
 
 uint64_t bucket(uint64_t bytes) {  // slot size: block tables grow without changing the signature
   uint64_t b = 64;
@@ -69,6 +73,7 @@ void write_call(SigWriter& w, const Call& c, const std::byte* arena) {
   w.put(uint64_t(c.verb), true);
   switch (c.verb) {
     case Verb::kEmbed: w.view(c.out); w.view(c.a); w.f32(c.f); w.put(c.i[0].size(), true); w.array(c.i[0], arena); break;
+    case Verb::kEmbedIds: w.view(c.out); w.view(c.a); w.view(c.b); w.f32(c.f); break;
     case Verb::kMatmul: w.view(c.out); w.view(c.a); w.view(c.b); w.view(c.c); break;
     case Verb::kRmsNorm: w.view(c.out); w.view(c.a); w.view(c.b); w.f32(c.f); break;
     case Verb::kGatedActivation: w.view(c.out); w.view(c.a); w.view(c.b); w.put(uint64_t(c.act), true); break;
@@ -118,8 +123,9 @@ bool skipped(Verb v) {
     const char* e = std::getenv("CERA_CUDA_SKIP");
     if (e == nullptr) return 0u;
     static constexpr std::pair<const char*, Verb> kNames[] = {
-        {"embed", Verb::kEmbed}, {"matmul", Verb::kMatmul}, {"rms_norm", Verb::kRmsNorm}, {"rope", Verb::kRope},
-        {"gated_activation", Verb::kGatedActivation}, {"add_scaled", Verb::kAddScaled}, {"scale", Verb::kScale},
+        {"embed", Verb::kEmbed}, {"embed_ids", Verb::kEmbedIds}, {"matmul", Verb::kMatmul},
+        {"rms_norm", Verb::kRmsNorm}, {"rope", Verb::kRope}, {"gated_activation", Verb::kGatedActivation},
+        {"add_scaled", Verb::kAddScaled}, {"scale", Verb::kScale},
         {"kv_store", Verb::kKvStore}, {"attention", Verb::kAttention}, {"top_k", Verb::kTopK}};
     uint32_t m = 0;
     const std::string list = std::string(",") + e + ",";
@@ -138,6 +144,7 @@ void execute(CudaContext& ctx, const Call& c) {
   if (c.verb != Verb::kMatmul && c.verb != Verb::kMatmulExperts) ctx.act_cache() = {};
   switch (c.verb) {
     case Verb::kEmbed: embed(ctx, c.out, c.a, c.i[0], c.f); break;
+    case Verb::kEmbedIds: embed_ids(ctx, c.out, c.a, c.b, c.f); break;
     case Verb::kMatmul: matmul(ctx, c.out, c.a, c.b, c.c.data != nullptr ? &c.c : nullptr); break;
     case Verb::kRmsNorm: rms_norm(ctx, c.out, c.a, c.b, c.f); break;
     case Verb::kRope: rope(ctx, c.out, c.i[0], c.rope); break;
@@ -169,7 +176,7 @@ GraphRunner::GraphRunner(CudaContext& ctx, bool enabled) : ctx_(ctx), enabled_(e
   if (!enabled_) return;
   CERA_CUDA_CHECK(cudaMallocHost(&arena_host_, kArenaBytes));
   CERA_CUDA_CHECK(cudaMalloc(&arena_device_, kArenaBytes));
-  CERA_CUDA_CHECK(cudaEventCreateWithFlags(&launch_done_, cudaEventDisableTiming));
+  for (cudaEvent_t& e : half_done_) CERA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   ctx_.set_graph_arena(arena_host_, kArenaBytes, arena_device_);
   epoch_ = ctx_.scratch_epoch();
 }
@@ -178,7 +185,9 @@ GraphRunner::~GraphRunner() {
   // Destructors must not throw: errors are ignored while the device is torn down.
   cudaStreamSynchronize(ctx_.stream());
   clear_entries();
-  if (launch_done_ != nullptr) cudaEventDestroy(launch_done_);
+  for (cudaEvent_t e : half_done_) {
+    if (e != nullptr) cudaEventDestroy(e);
+  }
   cudaFreeHost(arena_host_);
   cudaFree(arena_device_);
 }
@@ -192,10 +201,13 @@ bool GraphRunner::recordable(const Call& c) const {
   // cuBLAS-sized batches run eagerly: they are GPU-bound and cuBLAS may allocate.
   if (c.verb == Verb::kMatmul) return c.b.rows() <= kGemvMaxTokens;
   if (c.verb == Verb::kEmbed) return int64_t(c.i[0].size()) <= kGemvMaxTokens;
+  if (c.verb == Verb::kEmbedIds) return c.b.n_elements() <= kGemvMaxTokens;
   // Prompt batches group their rows by expert first; they run eagerly like the large matmuls.
   if (c.verb == Verb::kMatmulExperts) return c.c.rows() <= kGemvMaxTokens;
   return true;
 }
+
+uint64_t GraphRunner::half_base() const { return uint64_t(half_) * kHalfBytes; }
 
 const std::byte* GraphRunner::stage_bytes(const void* p, uint64_t bytes, bool& ok) {
   for (const Staged& s : staged_) {
@@ -204,19 +216,21 @@ const std::byte* GraphRunner::stage_bytes(const void* p, uint64_t bytes, bool& o
     }
   }
   const uint64_t size = bucket(bytes);
-  if (arena_pos_ + size > kArenaBytes) {
+  if (arena_pos_ + size > kHalfBytes) {
     ok = false;
     return nullptr;
   }
-  if (arena_pos_ == 0 && launched_unsynced_) {
-    // A launched graph may still read the arena (a log flushed without a synchronisation,
-    // e.g. around kv_copy): wait for it. Never happens between forwards (download syncs).
-    CERA_CUDA_CHECK(cudaEventSynchronize(launch_done_));
-    launched_unsynced_ = false;
+  if (arena_pos_ == 0 && half_unsynced_[half_]) {
+    // The last launch that used this half may still read it: wait for that one only. After a
+    // synchronising download it has finished; in pipelined decode it is the step before the one
+    // running now, whose token the host has already read back.
+    CERA_CUDA_CHECK(cudaEventSynchronize(half_done_[half_]));
+    half_unsynced_[half_] = false;
   }
-  std::byte* dst = arena_host_ + arena_pos_;
+  const uint64_t offset = half_base() + arena_pos_;
+  std::byte* dst = arena_host_ + offset;
   std::memcpy(dst, p, bytes);
-  staged_.push_back({p, bytes, arena_pos_});
+  staged_.push_back({p, bytes, offset});
   arena_pos_ += size;
   return dst;
 }
@@ -280,7 +294,8 @@ cudaGraph_t GraphRunner::capture() {
   ctx_.set_mode(OpMode::kCapture);
   try {
     if (arena_pos_ > 0) {
-      CERA_CUDA_CHECK(cudaMemcpyAsync(arena_device_, arena_host_, arena_pos_, cudaMemcpyHostToDevice, ctx_.stream()));
+      CERA_CUDA_CHECK(cudaMemcpyAsync(arena_device_ + half_base(), arena_host_ + half_base(), arena_pos_,
+                                      cudaMemcpyHostToDevice, ctx_.stream()));
     }
     const std::span<const Call> calls(log_);
     for (size_t i = 0; i < calls.size();) {
@@ -359,6 +374,7 @@ void GraphRunner::flush() {
   }
   sig_.clear();
   SigWriter w{sig_};
+  w.put(uint64_t(half_), true);  // two graphs for the two halves, each replayed as it is
   w.put(arena_pos_, false);
   for (const Call& c : log_) write_call(w, c, arena_host_);
   Entry* hit = nullptr;
@@ -375,7 +391,7 @@ void GraphRunner::flush() {
     }
     hit->last_use = ++use_clock_;
     CERA_CUDA_CHECK(cudaGraphLaunch(hit->exec, ctx_.stream()));
-    CERA_CUDA_CHECK(cudaEventRecord(launch_done_, ctx_.stream()));
+    CERA_CUDA_CHECK(cudaEventRecord(half_done_[half_], ctx_.stream()));
   } catch (...) {
     log_.clear();
     staged_.clear();
@@ -383,7 +399,8 @@ void GraphRunner::flush() {
     throw;
   }
   ++stats_.launches;
-  launched_unsynced_ = true;
+  half_unsynced_[half_] = true;
+  half_ ^= 1;  // the next log stages into the other half while this graph runs
   ctx_.act_cache() = {};
   log_.clear();
   staged_.clear();

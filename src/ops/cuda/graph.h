@@ -6,6 +6,9 @@
 // graph without capture; a new signature is captured and either updates the executable graph of
 // the same topology (cudaGraphExecUpdate) or is instantiated. Host arrays are copied at record
 // time into a pinned staging arena whose device mirror one memcpy node at the graph's head fills.
+// The arena has two halves used by alternate logs, so the host can record step N+1 while the
+// graph of step N (reading the other half) still runs: a log waits only for the launch that last
+// used its half (pipelined decode, Session::generate).
 // Decision: logging (rather than capturing every forward) is what removes the host cost: a hit
 // costs validation + a signature compare + one cudaGraphLaunch. Replay also fuses call patterns
 // (fused.h) that the eager API cannot see. Batches that reach cuBLAS run eagerly, uncaptured.
@@ -24,10 +27,11 @@ namespace cera::ops::cuda {
 
 enum class Verb : uint8_t {
   kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention, kTopK,
-  kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine,
+  kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine, kEmbedIds,
 };
 
-// One verb call with its arguments by value. Views by verb: embed (out, a = table); matmul (out,
+// One verb call with its arguments by value. Views by verb: embed (out, a = table); embed_ids
+// (out, a = table, b = ids); matmul (out,
 // a = weight, b = x, c = bias or null data); rms_norm (out, a = x, b = weight); rope (out = x);
 // gated_activation (out, a = gate, b = up); add_scaled (out, a, b); scale (out = x);
 // kv_store (a = k, b = v); attention (out, a = q); top_k (out = ids, a = logits, b = values,
@@ -65,7 +69,7 @@ class GraphRunner {
   // Launches what is logged (no host synchronisation); the next verb starts a new log.
   void flush();
   // The caller synchronised the stream: staging may be rewritten without waiting.
-  void synced() { launched_unsynced_ = false; }
+  void synced() { half_unsynced_[0] = half_unsynced_[1] = false; }
 
   struct Stats {
     uint64_t launches = 0, captures = 0, updates = 0, instantiations = 0;
@@ -95,7 +99,8 @@ class GraphRunner {
   std::vector<Call> log_;
   std::byte* arena_host_ = nullptr;  // pinned
   std::byte* arena_device_ = nullptr;
-  uint64_t arena_pos_ = 0;
+  int half_ = 0;           // the arena half this log stages into
+  uint64_t arena_pos_ = 0;  // bytes staged in it
   struct Staged {
     const void* src;
     uint64_t bytes, offset;
@@ -103,8 +108,10 @@ class GraphRunner {
   std::vector<Staged> staged_;  // this log's copies, for reuse of repeated arrays
   std::vector<Entry> entries_;
   uint64_t use_clock_ = 0, epoch_ = 0;
-  cudaEvent_t launch_done_ = nullptr;
-  bool launched_unsynced_ = false;
+  uint64_t half_base() const;  // offset of half_ in the arena
+  // Per half: recorded after the last launch that read it, and whether it may still be running.
+  cudaEvent_t half_done_[2] = {nullptr, nullptr};
+  bool half_unsynced_[2] = {false, false};
   std::vector<uint64_t> sig_;  // scratch for the signature being built
   Stats stats_;
   std::unique_ptr<class VerbProfiler> profiler_;  // CERA_CUDA_PROFILE=1 (profile.h)

@@ -12,6 +12,7 @@ namespace {
 const char* verb_name(Verb v) {
   switch (v) {
     case Verb::kEmbed: return "embed";
+    case Verb::kEmbedIds: return "embed_ids";
     case Verb::kMatmul: return "matmul";
     case Verb::kRmsNorm: return "rms_norm";
     case Verb::kRope: return "rope";
