@@ -25,7 +25,11 @@ struct RingTables {
 
 // One batch: tokens of one or more sequences, flattened. Host memory, owned by the caller.
 struct ForwardBatch {
-  std::span<const int32_t> tokens;       // [n_tokens]
+  std::span<const int32_t> tokens;       // [n_tokens]; only its size counts when token_ids is set
+  // [n_tokens] I32 on the backend's device: when set, the embedding reads the ids there
+  // (Backend::embed_ids, e.g. the id top_k just wrote) and the host never waits for them; the
+  // caller guarantees they are inside the vocabulary. nullptr: the ids are `tokens`.
+  const TensorView* token_ids = nullptr;
   ops::AttentionBatch attention;         // positions, sequence of each token, full-length layers' block tables
   std::span<const int32_t> kv_slots;     // [n_tokens] full-length layers' cache slot for each token's K/V
   // The sliding-window layers' tables (KvCache::ring_table, ring_slot); required when the

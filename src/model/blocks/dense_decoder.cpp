@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "model/blocks/embedding.h"
 #include "model/blocks/output_head.h"
 
 namespace cera::model {
@@ -111,12 +112,10 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
   if (!logits.empty() && logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) {
     return invalid_argument("logits buffer has the wrong size");
   }
-  for (int32_t t : batch.tokens) {
-    if (t < 0 || t >= hp.n_vocab) return invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
-  }
+  CERA_RETURN_IF_ERROR(check_token_ids(batch, backend_, hp.n_vocab));
   const Scratch& s = *scratch_;
   const TensorView x = s.x(n), h = s.h(n);
-  backend_.embed(x, token_embd_, batch.tokens, hp.embedding_scale);
+  embed_batch(backend_, x, token_embd_, batch, hp.embedding_scale);
   for (size_t il = 0; il < layers_.size(); ++il) {
     const DenseLayer& l = layers_[il];
     backend_.rms_norm(h, x, l.attn_norm, hp.rms_eps);

@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "model/blocks/embedding.h"
 #include "model/blocks/ffn.h"
 #include "model/blocks/output_head.h"
 #include "model/blocks/moe.h"
@@ -121,9 +122,7 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
   if (!logits.empty() && logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) {
     return invalid_argument("logits buffer has the wrong size");
   }
-  for (int32_t t : batch.tokens) {
-    if (t < 0 || t >= hp.n_vocab) return invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
-  }
+  CERA_RETURN_IF_ERROR(check_token_ids(batch, backend_, hp.n_vocab));
   std::vector<SequenceRun> runs;
   std::vector<TensorView> layer_states;  // [n_seqs] of the current layer
   if (conv_scratch_) {
@@ -138,7 +137,7 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
   }
   const Scratch& s = *scratch_;
   const TensorView x = s.x(n), h = s.h(n);
-  backend_.embed(x, token_embd_, batch.tokens, 1.0f);
+  embed_batch(backend_, x, token_embd_, batch, 1.0f);
   for (size_t il = 0; il < layers_.size(); ++il) {
     const HybridLayer& l = layers_[il];
     backend_.rms_norm(h, x, l.attn_norm, hp.rms_eps);
