@@ -25,6 +25,7 @@ struct BenchOptions {
   int depth = 0;
   bool membw = true;
   double roofline_gbs = 0;  // > 0: the bandwidth shares are reported against (no host measurement)
+  bool pipeline = true;     // false: greedy decode reads each token back before queuing the next step
 };
 
 struct Summary {
@@ -65,7 +66,12 @@ void bench(const BenchOptions& o) {
   auto engine = load_engine_or_exit("bench", o.model);
   const int32_t n_vocab = engine->model().hparams().n_vocab;
   const int32_t ctx = o.depth + std::max(o.n_prompt, o.n_gen) + 1;
-  auto session = new_session_or_exit("bench", *engine, {.n_ctx = ctx, .n_batch = o.model.batch, .context_shift = false});
+  auto session = new_session_or_exit(
+      "bench", *engine,
+      {.n_ctx = ctx,
+       .n_batch = o.model.batch,
+       .context_shift = false,
+       .pipeline = o.pipeline ? runtime::DecodePipeline::kAuto : runtime::DecodePipeline::kOff});
   std::mt19937 rng(42);
   auto random_tokens = [&](int n) {
     std::vector<int32_t> t(n);
@@ -146,6 +152,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", o->reps, "repetitions")->check(CLI::PositiveNumber);
   cmd->add_option("-d,--depth", o->depth, "tokens already in the context")->check(CLI::NonNegativeNumber);
   cmd->add_flag("!--no-membw", o->membw, "skip measuring memory bandwidth");
+  cmd->add_flag("!--no-pipeline", o->pipeline,
+                "generation reads each token back before queuing the next step (A/B of the pipelined decode)");
   cmd->add_option("--roofline-gbs", o->roofline_gbs,
                   "memory bandwidth (GB/s) to report the share of, instead of measuring the host's (e.g. 4300: H200)")
       ->check(CLI::NonNegativeNumber);

@@ -1,6 +1,8 @@
 // A Session is one conversation with a model: its token history, its KV cache sequence and the
 // logits after the last evaluated token. Text goes in (append), text streams out (generate)
 // through a sink; cancel() may be called from any thread. One thread drives a Session.
+// Greedy decode on a device is pipelined: step N+1 is queued, reading token N's id on the device,
+// before the host has read token N back; a token that ends generation rolls that step back.
 #pragma once
 
 #include <atomic>
@@ -19,6 +21,14 @@
 
 namespace cera::runtime {
 
+// Whether greedy generation queues the next decode step before reading the current token back
+// (Session::generate). It pays where the device runs while the host records the next step.
+enum class DecodePipeline : uint8_t {
+  kAuto,  // on when the backend overlaps the host (Backend::overlaps_host: CUDA)
+  kOn,    // always (on the CPU every step still completes at once; the bookkeeping is the same)
+  kOff,
+};
+
 struct SessionOptions {
   int32_t n_ctx = 0;           // 0: the model's training context
   int32_t n_batch = 512;       // tokens per forward() while processing a prompt
@@ -26,6 +36,7 @@ struct SessionOptions {
   bool context_shift = true;   // false: a full context ends generation with kContextFull
   int32_t kv_block_size = 16;
   DType kv_type = DType::kF32;  // KV cache rows, F32 or F16 (api::Engine::new_session sets its own)
+  DecodePipeline pipeline = DecodePipeline::kAuto;  // only for samplers with Sampler::argmax_only
 };
 
 enum class StopReason { kEndOfGeneration, kMaxTokens, kStopString, kCancelled, kContextFull };
@@ -70,6 +81,8 @@ class Session {
   // returned by all_logits(); otherwise only the last position's.
   Status append_tokens(std::span<const int32_t> tokens, bool all_logits = false);
 
+  // Samples, streams and evaluates tokens until a stop. Everything observable (tokens, text,
+  // reason, stats, the session's state after) is the same whether the decode is pipelined or not.
   Result<GenerateResult> generate(const GenerateOptions& options, const TextSink& sink);
   void cancel() { cancelled_.store(true); }
 
@@ -92,17 +105,47 @@ class Session {
  private:
   Session(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, SessionOptions options, int32_t n_ctx);
   Status evaluate(std::span<const int32_t> tokens, bool all_logits);
+  // One forward of at most n_batch tokens after the cache's current length (making room first).
+  // token_ids: the ids on the device (tokens then gives only the count). Logits: every
+  // position's into all_logits_ with all_logits, else the last position's into device_logits_[row]
+  // when `last`. Does not touch tokens_.
+  struct Chunk {
+    std::span<const int32_t> tokens;
+    const TensorView* token_ids = nullptr;
+    bool all_logits = false;
+    bool last = true;
+    int row = 0;
+  };
+  Status forward_chunk(const Chunk& chunk);
   Status flush_pending();
   Status make_room(int32_t n_tokens);
-  // Runs Backend::top_k with k candidates on the device logits; spans into pick_host_.
+
+  // Generation's loop; `pipelined`: greedy steps are queued ahead (SessionOptions::pipeline).
+  Status generate_loop(const GenerateOptions& options, Sampler& sampler, bool pipelined, GenerateResult& result,
+                       const TextSink& sink);
+  bool pipelines(const Sampler& sampler) const;
+  // Pipelined decode. Top_k (k = 1) of device_logits_[row] into pick slot `row`, its id read back
+  // asynchronously into picked_[row]; wait_argmax redeems it.
+  void queue_argmax(int row);
+  int32_t wait_argmax(int row);
+  // Whether the step after sampling the next token is certain to be evaluated unless that token
+  // ends generation, without a context shift; n_generated counts that token.
+  bool can_speculate(int32_t n_generated, int32_t max_tokens) const;
+  // Appends one cache entry and forwards the token whose id pick slot cur_ holds (not yet read
+  // back); its logits go to the other row. tokens_ is untouched until commit_speculation.
+  Status speculate();
+  void commit_speculation(int32_t token);
+  void roll_back_speculation();  // the state is again the one before speculate()
+  void drain_readbacks();        // waits for every readback still in flight
+  // Runs Backend::top_k with k candidates on the current device logits; spans into pick_host_.
   struct Picked {
     std::span<const int32_t> ids;
     std::span<const float> values;
     float lse;
   };
   Picked pick_candidates(int32_t k);
-  // Copies the model's last logits row into this session's device buffer (after a forward).
-  void keep_device_logits();
+  // Copies the model's last logits row into device_logits_[row] (after a forward).
+  void keep_device_logits(int row);
 
   model::Model* model_;
   tokenizer::Tokenizer tokenizer_;
@@ -115,12 +158,19 @@ class Session {
   std::optional<int32_t> pending_;    // sampled but not yet evaluated
   bool has_logits_ = false;           // something was evaluated since the last reset
   mutable bool logits_on_device_ = false;  // logits_ not yet read back from device_logits_
-  std::unique_ptr<ops::Buffer> logits_buffer_;  // this session's copy of the last logits row ([n_vocab])
-  TensorView device_logits_;                    // [n_vocab] in logits_buffer_
+  std::unique_ptr<ops::Buffer> logits_buffer_;  // two rows of [n_vocab]: the current one and the next
+  TensorView device_logits_[2];                 // [n_vocab] each in logits_buffer_
+  int cur_ = 0;                                 // which row holds the last evaluated token's logits
   float logits_softcap_ = 0.0f;                 // still to apply to device_logits_
   mutable std::vector<float> logits_;  // [n_vocab] after the last evaluated token, once read back
-  std::unique_ptr<ops::Buffer> pick_buffer_;  // top_k outputs: ids [k], values [k], lse (k <= kMaxTopK)
+  // Two slots of top_k outputs, one per logits row: ids [k], values [k], lse (k <= kMaxTopK).
+  std::unique_ptr<ops::Buffer> pick_buffer_;
   std::vector<int32_t> pick_host_;
+  // Pipelined decode: the argmax of each row as read back, the readbacks in flight, and the
+  // cache length before a step queued ahead (-1: none queued).
+  int32_t picked_[2] = {0, 0};
+  std::optional<ops::Readback> in_flight_[2];
+  int32_t speculated_from_ = -1;
   std::vector<float> all_logits_;     // [n_vocab * n] when asked
   std::atomic<bool> cancelled_{false};
   SessionStats stats_;
