@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gemv_v3.cuh"
+#include "gemv_v5.cuh"
 
 using namespace cera;
 using namespace cera::ops::cuda;
@@ -61,12 +62,14 @@ constexpr Shape kShapes[] = {{"8b.qkv", 4096, 6144},   {"8b.o", 4096, 4096},    
 
 using GemvKernel = void (*)(GemvParams);
 
-enum class Variant { kV2, kV2Unroll8, kV3, kV3TwoTerm };
+enum class Variant { kV2, kV2Unroll8, kV3, kV3TwoTerm, kV5Loop, kV5Loop2 };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kV2: return "v2";
     case Variant::kV2Unroll8: return "v2-u8";
     case Variant::kV3: return "v3";
+    case Variant::kV5Loop: return "v5-loop";
+    case Variant::kV5Loop2: return "v5-loop2";
     default: return "v3-2term";
   }
 }
@@ -74,11 +77,13 @@ const char* variant_name(Variant v) {
 template <DType T, int B>
 GemvKernel kernel_of(Variant v, int& rows) {
   constexpr bool kPlain = T == DType::kF16;
-  rows = v == Variant::kV2 || v == Variant::kV2Unroll8 ? 1 : kRows;
+  rows = v == Variant::kV2 || v == Variant::kV2Unroll8 || v == Variant::kV5Loop || v == Variant::kV5Loop2 ? 1 : kRows;
   if constexpr (kPlain) {
     return v == Variant::kV2 ? gemv_f_kernel<T, B, 8> : v == Variant::kV3 ? gemv_rows_f_kernel<T, B> : nullptr;
   } else {
     switch (v) {
+      case Variant::kV5Loop: return gemv_loop_q_kernel<T, B, 1>;
+      case Variant::kV5Loop2: return gemv_loop_q_kernel<T, B, 2>;
       case Variant::kV2: return gemv_q_kernel<T, B>;
       case Variant::kV2Unroll8: return gemv_q_kernel<T, B, 8>;
       case Variant::kV3: return gemv_rows_q_kernel<T, B, 1>;
@@ -147,7 +152,9 @@ void bench_type(const char* tname, bool quick, double& worst_err) {
     for (int b : tokens) {
       if (quick && b > 2) break;
       std::vector<float> ref;
-      for (Variant v : {Variant::kV2, Variant::kV2Unroll8, Variant::kV3, Variant::kV3TwoTerm}) {
+      for (Variant v : {Variant::kV2, Variant::kV2Unroll8, Variant::kV3, Variant::kV3TwoTerm, Variant::kV5Loop,
+                        Variant::kV5Loop2}) {
+        if (quick && (v == Variant::kV2Unroll8 || v == Variant::kV3 || v == Variant::kV3TwoTerm)) continue;
         int rows = 1;
         const GemvKernel k = kernel_for<T>(v, b, rows);
         if (k == nullptr) continue;
@@ -172,7 +179,13 @@ void bench_type(const char* tname, bool quick, double& worst_err) {
           p.xq2_offset = nq;
           return p;
         };
-        const unsigned blocks = unsigned((s.n_out + rows_per_block - 1) / rows_per_block);
+        unsigned blocks = unsigned((s.n_out + rows_per_block - 1) / rows_per_block);
+        if (v == Variant::kV5Loop || v == Variant::kV5Loop2) {  // resident blocks only
+          int per_sm = 0, sms = 0;
+          CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kWarps * 32, 0));
+          CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+          blocks = std::min<unsigned>(blocks, unsigned(per_sm * sms));
+        }
         // Check on copy 0.
         CK(cudaMemset(out, 0xFF, 8 * s.n_out * sizeof(float)));
         k<<<blocks, kWarps * 32>>>(params(0));
@@ -191,7 +204,7 @@ void bench_type(const char* tname, bool quick, double& worst_err) {
             err = std::max(err, double(std::fabs(got[i] - ref[i])));
           }
           err /= std::max(mag, 1e-30);
-          if (v == Variant::kV3 || v == Variant::kV2Unroll8) worst_err = std::max(worst_err, finite ? err : INFINITY);
+          if (v != Variant::kV3TwoTerm) worst_err = std::max(worst_err, finite ? err : INFINITY);
         }
         // Time: warm-up, then 5 repeats of `iters` launches rotating the copies; median.
         const int iters = 4 * copies;

@@ -37,12 +37,21 @@ struct NormParams {
 // decode step, a dependent chain of loads on one SM (docs/benchmarks/cuda.md, v5).
 template <int kPer>
 __global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
+  constexpr int kRegs = kPer > 0 ? kPer : 1;
+  float v[kRegs], w[kRegs];
+  if constexpr (kPer > 0) {
+    // The norm weight is a model weight (no kernel writes it): loaded while the previous kernel
+    // finishes (launch.cuh).
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
+      w[k] = i < p.n ? __ldg(p.weight + i) : 0.0f;
+    }
+  }
   pdl_entry();
   __shared__ float partial[32];
   const int64_t r = blockIdx.x;
   const float* x = p.add ? p.sum + r * p.sum_stride : p.a + r * p.a_stride;
-  constexpr int kRegs = kPer > 0 ? kPer : 1;
-  float v[kRegs], w[kRegs];
   float sum = 0.0f;
   if constexpr (kPer > 0) {
     const float* a = p.a + r * p.a_stride;
@@ -51,11 +60,7 @@ __global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
     for (int k = 0; k < kPer; ++k) {
       const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
       v[k] = 0.0f;
-      w[k] = 0.0f;
-      if (i < p.n) {
-        v[k] = p.add ? __fmaf_rn(p.s, b[i], a[i]) : a[i];  // as elementwise_kernel's kAddScaled
-        w[k] = p.weight[i];
-      }
+      if (i < p.n) v[k] = p.add ? __fmaf_rn(p.s, b[i], a[i]) : a[i];  // as elementwise_kernel's kAddScaled
     }
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {

@@ -5,7 +5,8 @@
 // The contract, for every kernel launched with launch(): its first access to memory that an
 // earlier kernel writes (or reads, before overwriting it) comes after pdl_entry(), which waits
 // until the previous grid has completed and its writes are visible, then lets the next kernel be
-// scheduled. Only data no kernel writes (weights) may be touched before it (gemv prefetches).
+// scheduled. Only data no kernel writes (weights) may be touched before it: gemv prefetches its
+// weight rows to L2, the fused norm loads its weight vector.
 // A kernel launched without the attribute (cuBLAS's) makes the next one wait as usual.
 // CERA_CUDA_PDL=0 launches without the attribute (pdl_entry() then returns at once): for A/B runs.
 #pragma once
