@@ -245,5 +245,49 @@ TEST(CudaEmbed, GathersRowsOfADeviceActivation) {
   EXPECT_EQ(got, want);
 }
 
+// Prompt GEMMs dequantize their weight one GEMM ahead on a side stream, guessing the next weight
+// from the order seen before (src/ops/cuda/dequant_ahead.h). A sequence of three weights repeated,
+// then taken out of order (wrong guesses), and a weight freed and another imported in its place:
+// every product must still equal the CPU's.
+TEST(CudaMatmul, PrefillCopiesMadeAheadFollowTheWeights) {
+  CERA_SKIP_WITHOUT_CUDA();
+  Backends& be = backends();
+  std::mt19937 rng(77);
+  const int64_t n_in = 256, n_tokens = 40;
+  const DType types[] = {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K};
+  const int64_t n_outs[] = {96, 200, 64};
+  std::vector<std::byte> bytes[3];
+  Imported cuda_w[3], cpu_w[3];
+  for (int i = 0; i < 3; ++i) {
+    bytes[i] = random_weight(rng, types[i], n_in, n_outs[i]);
+    cuda_w[i] = import(*be.cuda, types[i], bytes[i], n_in, n_outs[i]);
+    cpu_w[i] = import(*be.cpu, types[i], bytes[i], n_in, n_outs[i]);
+  }
+  const std::vector<float> x = random_floats(rng, size_t(n_in * n_tokens));
+  Tensor x_cuda = make_tensor(*be.cuda, {n_in, n_tokens, 1, 1}, x), x_cpu = make_tensor(*be.cpu, {n_in, n_tokens, 1, 1}, x);
+  auto product = [&](Backend& b, const Imported& w, const Tensor& xt, int64_t n_out) {
+    Tensor out = make_tensor(b, {n_out, n_tokens, 1, 1}, std::vector<float>(size_t(n_out * n_tokens)));
+    poison(b, out.view);
+    b.matmul(out.view, w.view, xt.view, nullptr);
+    return read_tensor(b, out.view);
+  };
+  auto check = [&](int i) {
+    const auto got = product(*be.cuda, cuda_w[i], x_cuda, n_outs[i]);
+    const auto ref = product(*be.cpu, cpu_w[i], x_cpu, n_outs[i]);
+    EXPECT_LE(scaled_error(got, ref, types[i], bytes[i], x, n_in, n_outs[i]), tolerance(types[i], n_tokens))
+        << "weight " << i;
+  };
+  for (int round = 0; round < 3; ++round) {
+    for (int i : {0, 1, 2}) check(i);
+  }
+  for (int i : {0, 2, 1, 1, 0, 2, 0}) check(i);
+  // Weight 1 freed; a new weight of the same type and shape may take its address.
+  cuda_w[1] = {};
+  bytes[1] = random_weight(rng, types[1], n_in, n_outs[1]);
+  cuda_w[1] = import(*be.cuda, types[1], bytes[1], n_in, n_outs[1]);
+  cpu_w[1] = import(*be.cpu, types[1], bytes[1], n_in, n_outs[1]);
+  for (int i : {0, 1, 2, 0, 1}) check(i);
+}
+
 }  // namespace
 }  // namespace cera::ops::test

@@ -35,6 +35,7 @@ class DeviceBuffer final : public Buffer {
     if (auto r = runner_.lock()) {
       try {
         r->flush();
+        r->memory_changed(data_, size_);
       } catch (const std::exception&) {
       }
     }
@@ -171,6 +172,7 @@ class CudaBackend final : public Backend {
     if (dst.n_elements() == 0) return;
     runner_->flush();
     ctx_.act_cache() = {};
+    ctx_.memory_changed(dst.data, uint64_t(dst.stride() * (dst.rows() - 1) + dst.row_bytes()));
     CERA_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, size_t(dst.stride()), src, size_t(dst.row_bytes()),
                                       size_t(dst.row_bytes()), size_t(dst.rows()), cudaMemcpyHostToDevice,
                                       ctx_.stream()));
@@ -193,6 +195,7 @@ class CudaBackend final : public Backend {
     runner_->flush();  // logged verbs first: the copy is ordered after them on the stream
     ctx_.act_cache() = {};
     if (src.n_elements() == 0) return;
+    ctx_.memory_changed(dst.data, uint64_t(dst.stride() * (dst.rows() - 1) + dst.row_bytes()));
     CERA_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, size_t(dst.stride()), src.data, size_t(src.stride()),
                                       size_t(src.row_bytes()), size_t(src.rows()), cudaMemcpyDeviceToDevice,
                                       ctx_.stream()));

@@ -6,6 +6,8 @@
 
 #include "ops/cuda/cuda_context.h"
 
+#include "ops/cuda/dequant_ahead.h"
+
 namespace cera::ops::cuda {
 
 namespace {
@@ -28,6 +30,7 @@ CudaContext::CudaContext(int device) : device_(device) {
 CudaContext::~CudaContext() {
   // Destructors must not throw: errors here are ignored (the process is tearing the device down).
   cudaStreamSynchronize(stream_);
+  dequant_ahead_.reset();
   for (void* p : scratch_) cudaFree(p);
   for (CachedArray& a : arrays_) cudaFree(a.device);
   cudaFreeHost(staging_);
@@ -48,6 +51,16 @@ void* CudaContext::scratch(ScratchKind kind, uint64_t bytes) {
     scratch_bytes_[k] = grown;
   }
   return scratch_[k];
+}
+
+DequantAhead& CudaContext::dequant_ahead() {
+  if (!dequant_ahead_) dequant_ahead_ = std::make_unique<DequantAhead>();
+  return *dequant_ahead_;
+}
+
+void CudaContext::memory_changed(const void* data, uint64_t bytes) {
+  const auto* lo = static_cast<const std::byte*>(data);
+  if (dequant_ahead_) dequant_ahead_->forget(lo, lo + bytes);
 }
 
 void* CudaContext::zeroed_scratch(ScratchKind kind, uint64_t bytes) {

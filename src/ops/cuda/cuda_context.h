@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -67,6 +68,8 @@ struct QuantActCache {
   }
 };
 
+class DequantAhead;
+
 class CudaContext {
  public:
   explicit CudaContext(int device);
@@ -98,6 +101,11 @@ class CudaContext {
     arena_device_ = device;
   }
   QuantActCache& act_cache() { return act_cache_; }
+  // The prompt GEMMs' f16 weight copies, made one GEMM ahead (dequant_ahead.h); created on first use.
+  DequantAhead& dequant_ahead();
+  // Device bytes [data, data + bytes) were freed or overwritten outside the verbs (buffer release,
+  // upload, copy): what caches their contents forgets it.
+  void memory_changed(const void* data, uint64_t bytes);
 
  private:
   const void* device_bytes(const void* host, uint64_t bytes);
@@ -126,6 +134,7 @@ class CudaContext {
   uint64_t arena_bytes_ = 0;
   std::byte* arena_device_ = nullptr;
   QuantActCache act_cache_;
+  std::unique_ptr<DequantAhead> dequant_ahead_;
 };
 
 // Verb checks shared by the op entries.

@@ -68,6 +68,8 @@ class GraphRunner {
   void run(const Call& call);
   // Launches what is logged (no host synchronisation); the next verb starts a new log.
   void flush();
+  // Device memory freed or overwritten outside the verbs (buffer release, upload, copy).
+  void memory_changed(const void* data, uint64_t bytes) { ctx_.memory_changed(data, bytes); }
   // The caller synchronised the stream: staging may be rewritten without waiting.
   void synced() { half_unsynced_[0] = half_unsynced_[1] = false; }
 

@@ -2,7 +2,8 @@
 // kGemvMaxTokens tokens, by default (and for F32 weights and plain rows gemm_q cannot read) the
 // path kept here runs: the weight dequantized to an f16 copy in scratch (plain F16/BF16 used
 // in place), activations converted to f16/bf16, and cuBLAS with float accumulation, at the cost
-// of one extra write+read of the weight in f16 per call (docs/benchmarks/cuda.md);
+// of one extra write+read of the weight in f16 per call (docs/benchmarks/cuda.md), made one GEMM
+// ahead on a side stream where the order of the weights is known (dequant_ahead.h);
 // CERA_CUDA_GEMM=mma runs the tensor-core GEMM of gemm_q.cu, which dequantizes inside the kernel.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/dequant_ahead.h"
 #include "ops/cuda/gemm_q.h"
 #include "ops/cuda/quant_units.cuh"
 #include "ops/cuda/launch.cuh"
@@ -42,6 +44,16 @@ __global__ void dequant_f16_kernel(const __grid_constant__ DequantParams p) {
 }
 
 using DequantKernel = void (*)(DequantParams);
+DequantKernel dequant_kernel(DType t);
+
+// DequantAhead's conversion: weight [n_in, n_out] in its GPU layout -> out [n_out, n_in] f16.
+void dequantize_f16(cudaStream_t stream, const TensorView& weight, __half* out) {
+  const int64_t n_in = weight.cols(), n_out = weight.rows();
+  DequantParams dp{qweight_of(weight.dtype, weight.data, n_in, n_out, 0), out, n_in / 32, n_out * (n_in / 32)};
+  launch(stream, dequant_kernel(weight.dtype), ceil_div(dp.n_chunks, 128), 128, 0, dp);
+  CERA_CUDA_LAUNCHED();
+}
+
 DequantKernel dequant_kernel(DType t) {
   switch (t) {
     case DType::kQ4_0: return dequant_f16_kernel<DType::kQ4_0>;
@@ -138,18 +150,16 @@ void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
     CERA_CUDA_LAUNCHED();
     const void* wh = weight.data;
     int lda = int(weight.stride() / 2);
-    if (dtype_block_size(weight.dtype) != 1) {
-      auto* buf = static_cast<__half*>(ctx.scratch(ScratchKind::kGemmWeight, uint64_t(n_in * n_out) * 2));
-      DequantParams dp{qweight_of(weight.dtype, weight.data, n_in, n_out, 0), buf, n_in / 32, n_out * (n_in / 32)};
-      launch(ctx.stream(), dequant_kernel(weight.dtype), ceil_div(dp.n_chunks, 128), 128, 0, dp);
-      CERA_CUDA_LAUNCHED();
-      wh = buf;
+    const bool quantized = dtype_block_size(weight.dtype) != 1;
+    if (quantized) {
+      wh = ctx.dequant_ahead().acquire(ctx.stream(), weight, dequantize_f16);
       lda = int(n_in);
     }
     const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
     CERA_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n_out), int(n_tokens), int(n_in), &alpha,
                                    wh, type, lda, xh, type, int(n_in), &beta, out.data, CUDA_R_32F, ldc,
                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (quantized) ctx.dequant_ahead().release(ctx.stream(), dequantize_f16);
   }
   if (bias != nullptr) add_bias(ctx, out, reinterpret_cast<const float*>(bias->data));
 }
