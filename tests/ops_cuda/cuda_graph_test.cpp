@@ -14,10 +14,11 @@
 namespace cera::ops::test {
 namespace {
 
-constexpr int64_t kEmbd = 256, kHead = 4, kHeadKv = 2, kHeadDim = 64, kFf = 512, kVocab = 300, kLayers = 2;
+constexpr int64_t kHead = 4, kHeadKv = 2, kHeadDim = 64, kFf = 512, kVocab = 300, kLayers = 2;
 constexpr int32_t kBlock = 4, kSlots = 256;
 
 struct HostWeights {
+  int64_t n_embd = 0;
   std::vector<std::byte> embd, head;
   std::vector<std::vector<std::byte>> wq, wk, wv, wo, gate, up, down;
   std::vector<float> norm, freq_factors;
@@ -33,20 +34,21 @@ std::vector<std::byte> quantized(std::mt19937& rng, DType t, int64_t n_in, int64
   return w;
 }
 
-HostWeights make_weights(std::mt19937& rng) {
+HostWeights make_weights(std::mt19937& rng, int64_t n_embd) {
   HostWeights h;
-  h.embd = quantized(rng, DType::kQ8_0, kEmbd, kVocab);
-  h.head = quantized(rng, DType::kQ8_0, kEmbd, kVocab);
+  h.n_embd = n_embd;
+  h.embd = quantized(rng, DType::kQ8_0, n_embd, kVocab);
+  h.head = quantized(rng, DType::kQ8_0, n_embd, kVocab);
   for (int l = 0; l < kLayers; ++l) {
-    h.wq.push_back(quantized(rng, DType::kQ4_0, kEmbd, kHead * kHeadDim));
-    h.wk.push_back(quantized(rng, DType::kQ4_0, kEmbd, kHeadKv * kHeadDim));
-    h.wv.push_back(quantized(rng, DType::kQ4_0, kEmbd, kHeadKv * kHeadDim));
-    h.wo.push_back(quantized(rng, DType::kQ4_0, kHead * kHeadDim, kEmbd));
-    h.gate.push_back(quantized(rng, DType::kQ4_0, kEmbd, kFf));
-    h.up.push_back(quantized(rng, DType::kQ4_0, kEmbd, kFf));
-    h.down.push_back(quantized(rng, DType::kQ4_K, kFf, kEmbd));  // a K-quant: unfused Q8_K path
+    h.wq.push_back(quantized(rng, DType::kQ4_0, n_embd, kHead * kHeadDim));
+    h.wk.push_back(quantized(rng, DType::kQ4_0, n_embd, kHeadKv * kHeadDim));
+    h.wv.push_back(quantized(rng, DType::kQ4_0, n_embd, kHeadKv * kHeadDim));
+    h.wo.push_back(quantized(rng, DType::kQ4_0, kHead * kHeadDim, n_embd));
+    h.gate.push_back(quantized(rng, DType::kQ4_0, n_embd, kFf));
+    h.up.push_back(quantized(rng, DType::kQ4_0, n_embd, kFf));
+    h.down.push_back(quantized(rng, DType::kQ4_K, kFf, n_embd));  // a K-quant: unfused Q8_K path
   }
-  h.norm = random_floats(rng, kEmbd, 0.5f, 1.5f);
+  h.norm = random_floats(rng, n_embd, 0.5f, 1.5f);
   h.freq_factors = random_floats(rng, kHeadDim / 2, 1.0f, 4.0f);
   return h;
 }
@@ -55,23 +57,24 @@ HostWeights make_weights(std::mt19937& rng) {
 class MiniModel {
  public:
   MiniModel(Backend& b, HostWeights& h) : b_(b) {
-    embd_ = import(h.embd, DType::kQ8_0, kEmbd, kVocab);
-    head_ = import(h.head, DType::kQ8_0, kEmbd, kVocab);
+    const int64_t n_embd = h.n_embd;
+    embd_ = import(h.embd, DType::kQ8_0, n_embd, kVocab);
+    head_ = import(h.head, DType::kQ8_0, n_embd, kVocab);
     for (int l = 0; l < kLayers; ++l) {
-      layers_.push_back({import(h.wq[l], DType::kQ4_0, kEmbd, kHead * kHeadDim),
-                         import(h.wk[l], DType::kQ4_0, kEmbd, kHeadKv * kHeadDim),
-                         import(h.wv[l], DType::kQ4_0, kEmbd, kHeadKv * kHeadDim),
-                         import(h.wo[l], DType::kQ4_0, kHead * kHeadDim, kEmbd),
-                         import(h.gate[l], DType::kQ4_0, kEmbd, kFf), import(h.up[l], DType::kQ4_0, kEmbd, kFf),
-                         import(h.down[l], DType::kQ4_K, kFf, kEmbd)});
+      layers_.push_back({import(h.wq[l], DType::kQ4_0, n_embd, kHead * kHeadDim),
+                         import(h.wk[l], DType::kQ4_0, n_embd, kHeadKv * kHeadDim),
+                         import(h.wv[l], DType::kQ4_0, n_embd, kHeadKv * kHeadDim),
+                         import(h.wo[l], DType::kQ4_0, kHead * kHeadDim, n_embd),
+                         import(h.gate[l], DType::kQ4_0, n_embd, kFf), import(h.up[l], DType::kQ4_0, n_embd, kFf),
+                         import(h.down[l], DType::kQ4_K, kFf, n_embd)});
       k_.push_back(make_tensor(b, {kHeadKv * kHeadDim, kSlots, 1, 1}, std::vector<float>(kHeadKv * kHeadDim * kSlots)));
       v_.push_back(make_tensor(b, {kHeadKv * kHeadDim, kSlots, 1, 1}, std::vector<float>(kHeadKv * kHeadDim * kSlots)));
     }
-    norm_ = make_tensor(b, {kEmbd, 1, 1, 1}, h.norm);
+    norm_ = make_tensor(b, {n_embd, 1, 1, 1}, h.norm);
     freq_factors_ = h.freq_factors;
     const int64_t n = 8;
-    x_ = make_tensor(b, {kEmbd, n, 1, 1}, std::vector<float>(kEmbd * n));
-    hb_ = make_tensor(b, {kEmbd, n, 1, 1}, std::vector<float>(kEmbd * n));
+    x_ = make_tensor(b, {n_embd, n, 1, 1}, std::vector<float>(n_embd * n));
+    hb_ = make_tensor(b, {n_embd, n, 1, 1}, std::vector<float>(n_embd * n));
     q_ = make_tensor(b, {kHead * kHeadDim, n, 1, 1}, std::vector<float>(kHead * kHeadDim * n));
     kk_ = make_tensor(b, {kHeadKv * kHeadDim, n, 1, 1}, std::vector<float>(kHeadKv * kHeadDim * n));
     vv_ = make_tensor(b, {kHeadKv * kHeadDim, n, 1, 1}, std::vector<float>(kHeadKv * kHeadDim * n));
@@ -150,13 +153,14 @@ class MiniModel {
   std::vector<float> freq_factors_;
 };
 
-TEST(CudaGraph, ReplayedForwardMatchesEager) {
-  CERA_SKIP_WITHOUT_CUDA();
+// Decode steps and small batches through both backends (and the CPU for n_embd 256); returns
+// nothing, the comparisons are the test's.
+void run_steps(int64_t n_embd, bool with_cpu) {
   auto eager = make_cuda_backend({.graphs = false});
   auto graph = make_cuda_backend({.graphs = true});
   ASSERT_TRUE(eager.ok() && graph.ok());
   std::mt19937 rng(21);
-  HostWeights hw = make_weights(rng);
+  HostWeights hw = make_weights(rng, n_embd);
   MiniModel m_eager(**eager, hw), m_graph(**graph, hw), m_cpu(*backends().cpu, hw);
   // Blocks handed out in a scrambled order; the table grows one block per kBlock tokens.
   const std::vector<int32_t> pool = {17, 3, 40, 9, 22, 0, 31, 12, 5, 60, 44, 27, 8, 51, 36, 2};
@@ -170,11 +174,27 @@ TEST(CudaGraph, ReplayedForwardMatchesEager) {
     while (int64_t(table.size()) * kBlock < pos + int64_t(tokens.size())) table.push_back(pool[table.size()]);
     const auto a = m_eager.forward(tokens, pos, table);
     const auto b = m_graph.forward(tokens, pos, table);
-    const auto c = m_cpu.forward(tokens, pos, table);
     CERA_EXPECT_CLOSE(b, a, 1e-5, "graph vs eager, step " + std::to_string(step));
-    CERA_EXPECT_CLOSE(b, c, 2e-3, "graph vs cpu, step " + std::to_string(step));
+    if (with_cpu) {
+      const auto c = m_cpu.forward(tokens, pos, table);
+      CERA_EXPECT_CLOSE(b, c, 2e-3, "graph vs cpu, step " + std::to_string(step));
+    }
     pos += int32_t(tokens.size());
   }
+}
+
+TEST(CudaGraph, ReplayedForwardMatchesEager) {
+  CERA_SKIP_WITHOUT_CUDA();
+  run_steps(256, true);
+}
+
+// n_embd 1056: the norms take 512 threads and three 512-element chunks a row, the last one
+// partial, so the several-blocks-a-row norm after the residual add fused into the O and down GEMVs
+// (fused.h) runs on a partial chunk; against eager only (with random weights of this width the
+// CPU's and GPU's float summation orders drift apart by ~1 % over 20 steps, fused or not).
+TEST(CudaGraph, ReplayedForwardMatchesEagerAtWidth1056) {
+  CERA_SKIP_WITHOUT_CUDA();
+  run_steps(1056, false);
 }
 
 }  // namespace

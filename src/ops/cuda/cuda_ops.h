@@ -20,10 +20,18 @@ void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
           const TensorView* bias);
 // Several weights of one type and width applied to the same x in one launch (Q/K/V, gate/up).
 inline constexpr int kMaxGemvParts = 3;
+// residual: also x += scale * out (x [n_out, n_tokens] F32, aliasing neither out nor the input),
+// with add_scaled's float operation: the residual add after the O and down projections rides in
+// their GEMV (fused.cu), which leaves the norm after it free to run on several blocks.
+struct ResidualAdd {
+  TensorView x;
+  float scale = 1.0f;
+};
 struct GemvTarget {
   TensorView out;
   TensorView weight;
   const TensorView* bias;
+  const ResidualAdd* residual = nullptr;
 };
 void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts);
 // The kActQ8 scratch of a GEMV: codes [n_tokens, n_in], then (d, code sum) per 32 elements.

@@ -2,6 +2,7 @@
 // repeats the float operations of the verbs it replaces (same expressions, same reduction order
 // as rms_norm_kernel), so a replayed forward matches the eager one.
 #include <cstdlib>
+#include <string>
 
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
@@ -35,8 +36,12 @@ struct NormParams {
 // of loads, then the reduction and the quantization without touching memory again. The loop form
 // (kPer = 0, any n) re-read the row from memory per 32-element block: ~9 us a call on an 8B
 // decode step, a dependent chain of loads on one SM (docs/benchmarks/cuda.md, v5).
-template <int kPer>
+// kSplit (kPer > 0, no add, out not aliasing the input): kPer blocks a row, each summing the whole
+// row's squares (the same order, hence the same sum) and writing the outputs of its k = blockIdx.x
+// only: the row's output and quantization work on kPer SMs instead of one.
+template <int kPer, bool kSplit = false>
 __global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
+  static_assert(!kSplit || kPer > 0);
   constexpr int kRegs = kPer > 0 ? kPer : 1;
   float v[kRegs], w[kRegs];
   if constexpr (kPer > 0) {
@@ -45,12 +50,12 @@ __global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
       const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
-      w[k] = i < p.n ? __ldg(p.weight + i) : 0.0f;
+      w[k] = i < p.n && (!kSplit || k == int(blockIdx.x)) ? __ldg(p.weight + i) : 0.0f;
     }
   }
   pdl_entry();
   __shared__ float partial[32];
-  const int64_t r = blockIdx.x;
+  const int64_t r = kSplit ? blockIdx.y : blockIdx.x;
   const float* x = p.add ? p.sum + r * p.sum_stride : p.a + r * p.a_stride;
   float sum = 0.0f;
   if constexpr (kPer > 0) {
@@ -96,6 +101,7 @@ __global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
   if constexpr (kPer > 0) {
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
+      if (kSplit && k != int(blockIdx.x)) continue;
       const int64_t chunk = int64_t(k) * blockDim.x + (threadIdx.x & ~31u);  // warp-uniform
       if (chunk >= p.n) break;
       const int64_t i = chunk + (threadIdx.x & 31);
@@ -227,7 +233,17 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
   }
   if (!same_or_disjoint(n.out, n.a) || n.a.rows() >= (int64_t{1} << 31) || n.a.rows() == 0) return 0;
   const bool quant = q8_consumer(next, n.out);
-  if (!has_add && !quant) return 0;  // a lone rms_norm gains nothing
+  static const bool loop_env = std::getenv("CERA_CUDA_NORM_LOOP") != nullptr;  // A/B of the v5 change
+  // Several blocks a row when nothing it reads is written (no add; out, codes apart from x).
+  static const bool split_env = std::getenv("CERA_CUDA_NORM_SPLIT") == nullptr ||
+                                std::string(std::getenv("CERA_CUDA_NORM_SPLIT")) != "0";  // A/B (v5)
+  const unsigned threads = norm_threads(x.cols());
+  // Without quantization a chunk may be partial (n % 32 != 0): the register form covers it too,
+  // since its quantization is skipped and its stores are per element.
+  const int64_t per = (x.cols() + threads - 1) / threads;
+  const bool split = split_env && !loop_env && !has_add && per >= 2 && per <= 16 && disjoint(n.out, n.a) &&
+                     x.rows() < 65536;
+  if (!has_add && !quant && !split) return 0;  // a lone one-block rms_norm gains nothing
   NormParams p{};
   p.a = reinterpret_cast<const float*>(has_add ? add.a.data : n.a.data);
   p.a_stride = (has_add ? add.a.stride() : n.a.stride()) / 4;
@@ -250,19 +266,23 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
     p.ds = a.ds;
   }
   ctx.act_cache() = {};
-  const unsigned threads = norm_threads(p.n);
-  // Without quantization a chunk may be partial (n % 32 != 0): the register form covers it too,
-  // since its quantization is skipped and its stores are per element.
-  const int64_t per = (p.n + threads - 1) / threads;
   auto kernel = per <= 1 ? add_norm_quant_kernel<1>
               : per <= 2 ? add_norm_quant_kernel<2>
               : per <= 4 ? add_norm_quant_kernel<4>
               : per <= 8 ? add_norm_quant_kernel<8>
               : per <= 16 ? add_norm_quant_kernel<16>
                           : add_norm_quant_kernel<0>;
-  static const bool loop_env = std::getenv("CERA_CUDA_NORM_LOOP") != nullptr;  // A/B of the v5 change
   if (loop_env) kernel = add_norm_quant_kernel<0>;
-  launch(ctx.stream(), kernel, unsigned(x.rows()), threads, 0, p);
+  if (split) {
+    const int k = per <= 2 ? 2 : per <= 4 ? 4 : per <= 8 ? 8 : 16;
+    auto split_kernel = k == 2   ? add_norm_quant_kernel<2, true>
+                        : k == 4 ? add_norm_quant_kernel<4, true>
+                        : k == 8 ? add_norm_quant_kernel<8, true>
+                                 : add_norm_quant_kernel<16, true>;
+    launch(ctx.stream(), split_kernel, dim3(unsigned(k), unsigned(x.rows())), threads, 0, p);
+  } else {
+    launch(ctx.stream(), kernel, unsigned(x.rows()), threads, 0, p);
+  }
   CERA_CUDA_LAUNCHED();
   if (quant) ctx.act_cache() = {n.out.data, n.out.stride(), n.out.cols(), n.out.rows(), 32};
   return has_add ? 2 : 1;
@@ -356,6 +376,20 @@ size_t fuse_matmuls(CudaContext& ctx, std::span<const Call> calls, size_t i) {
   return n;
 }
 
+// matmul(H, W, X) ; add_scaled(R, R, H, s): the residual add in the GEMV's epilogue (GemvTarget::
+// residual); R must be apart from H, X and the weight. The norm that follows then reads R only.
+size_t fuse_matmul_add(CudaContext& ctx, const Call& m, const Call* add) {
+  if (add == nullptr || add->verb != Verb::kAddScaled || m.b.rows() > kGemvMaxTokens || m.b.rows() == 0) return 0;
+  const TensorView& r = add->out;
+  if (!same_view(add->a, r) || !same_view(add->b, m.out) || r.dtype != DType::kF32) return 0;
+  if (r.cols() != m.out.cols() || r.rows() != m.out.rows() || !disjoint(r, m.out) || !disjoint(r, m.b)) return 0;
+  if (m.c.data != nullptr && !disjoint(r, m.c)) return 0;
+  const ResidualAdd res{r, add->f};
+  const GemvTarget part{m.out, m.a, m.c.data != nullptr ? &m.c : nullptr, &res};
+  gemv_parts(ctx, m.b, std::span(&part, 1));
+  return 2;
+}
+
 }  // namespace
 
 size_t run_fused(CudaContext& ctx, std::span<const Call> calls, size_t i) {
@@ -370,7 +404,12 @@ size_t run_fused(CudaContext& ctx, std::span<const Call> calls, size_t i) {
     case Verb::kRmsNorm: return fuse_add_norm(ctx, c, nullptr, at(1));
     case Verb::kGatedActivation: return fuse_act_quant(ctx, c, at(1));
     case Verb::kRope: return fuse_rope_store(ctx, c, at(1), at(2));
-    case Verb::kMatmul: return fuse_matmuls(ctx, calls, i);
+    case Verb::kMatmul: {
+      static const bool add_env = std::getenv("CERA_CUDA_GEMV_ADD") == nullptr ||
+                                  std::string(std::getenv("CERA_CUDA_GEMV_ADD")) != "0";  // A/B (v5)
+      if (const size_t n = fuse_matmuls(ctx, calls, i); n > 0) return n;
+      return add_env ? fuse_matmul_add(ctx, c, at(1)) : 0;
+    }
     default: return 0;
   }
 }

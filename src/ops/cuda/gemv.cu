@@ -182,6 +182,12 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
     q.n_out = g.weight.rows();
     q.out_stride = g.out.stride() / 4;
     q.bias = g.bias != nullptr ? reinterpret_cast<const float*>(g.bias->data) : nullptr;
+    if (g.residual != nullptr) {
+      CERA_CHECK(g.residual->x.dtype == DType::kF32 && g.residual->x.cols() == q.n_out &&
+                 g.residual->x.rows() == n_tokens);
+      q.res_stride = g.residual->x.stride() / 4;
+      q.res_scale = g.residual->scale;
+    }
   }
   p.n_in = n_in;
   int64_t vec = 1;
@@ -211,7 +217,10 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokensPass) {
     const int b = int(std::min<int64_t>(kMaxTokensPass, n_tokens - t0));
     GemvParams pp = p;
-    for (size_t i = 0; i < parts.size(); ++i) pp.part[i].out = reinterpret_cast<float*>(parts[i].out.row(t0));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      pp.part[i].out = reinterpret_cast<float*>(parts[i].out.row(t0));
+      if (parts[i].residual != nullptr) pp.part[i].res = reinterpret_cast<float*>(parts[i].residual->x.row(t0));
+    }
     if (plain) {
       pp.xf = reinterpret_cast<const float*>(x.row(t0));
     } else {

@@ -25,6 +25,9 @@ struct GemvPart {
   float* out;            // token t, row r at out[t * out_stride + r]
   int64_t out_stride;    // floats
   const float* bias;     // [n_out] or null
+  float* res;            // null, or token t, row r at res[t * res_stride + r] += res_scale * out (ResidualAdd)
+  int64_t res_stride;    // floats
+  float res_scale;
   int64_t n_out;
   int64_t first_block;
 };
@@ -57,8 +60,12 @@ template <int B>
 __device__ __forceinline__ void store_rows(const GemvPart& p, int64_t row, float (&acc)[B]) {
   const int lane = threadIdx.x & 31;
   for (int t = 0; t < B; ++t) {
-    const float v = warp_sum(acc[t]);
-    if (lane == 0) p.out[t * p.out_stride + row] = v + (p.bias != nullptr ? p.bias[row] : 0.0f);
+    const float v = warp_sum(acc[t]) + (p.bias != nullptr ? p.bias[row] : 0.0f);
+    if (lane == 0) {
+      p.out[t * p.out_stride + row] = v;
+      // As elementwise_kernel's kAddScaled on the stored output.
+      if (p.res != nullptr) p.res[t * p.res_stride + row] = __fmaf_rn(p.res_scale, v, p.res[t * p.res_stride + row]);
+    }
   }
 }
 
