@@ -245,6 +245,20 @@ TEST(CudaEmbed, GathersRowsOfADeviceActivation) {
   EXPECT_EQ(got, want);
 }
 
+// Long rows go to GEMVs that split a row over 2 or 4 warps (1 and 2 tokens; src/ops/cuda/gemv.cu
+// split_for): unit counts that split unevenly (8224 = 257 units of 32, 16416 = 513), a row count
+// that leaves a block half empty (37), and 3 tokens (no split) beside them.
+TEST(CudaMatmul, LongRowsSplitOverWarps) {
+  CERA_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(8224);
+  for (DType t : kTypes) {
+    const bool k_quant = dtype_block_size(t) == 256;
+    for (int64_t n_in : k_quant ? std::vector<int64_t>{8448} : std::vector<int64_t>{8224, 16416}) {
+      for (int64_t n_tokens : {1, 2, 3}) check_matmul(t, n_in, 37, n_tokens, n_tokens == 2, rng);
+    }
+  }
+}
+
 // Prompt GEMMs dequantize their weight one GEMM ahead on a side stream, guessing the next weight
 // from the order seen before (src/ops/cuda/dequant_ahead.h). A sequence of three weights repeated,
 // then taken out of order (wrong guesses), and a weight freed and another imported in its place:

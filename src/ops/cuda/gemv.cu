@@ -1,6 +1,9 @@
 // GEMV for 1..16 tokens (kernels in gemv_kernels.cuh): dequantization fused into a dp4a dot with
 // 8-bit activations, one pass over the weight for up to 8 tokens (16 tokens: two passes); plain
 // types (F32/F16/BF16) dot against float activations directly; one warp per row.
+#include <cstdlib>
+#include <string>
+
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/gemv_kernels.cuh"
@@ -79,28 +82,78 @@ __global__ void quantize_q8_k_kernel(const __grid_constant__ QuantizeActParams p
 
 using GemvKernel = void (*)(GemvParams);
 
-// A kernel and the rows one warp computes (the grid is sized from it).
+// A kernel and the rows one block computes (the grid is sized from it).
 struct GemvPick {
   GemvKernel kernel = nullptr;
-  int rows_per_warp = 1;
+  int rows_per_block = kWarps;
 };
 
-template <DType T, int B>
-GemvPick pick_b(int64_t vec) {
-  if constexpr (T == DType::kF32 || T == DType::kF16 || T == DType::kBF16) {
-    constexpr int kWide = T == DType::kF32 ? 4 : 8;
-    return {vec == 1 ? gemv_f_kernel<T, B, 1> : gemv_f_kernel<T, B, kWide>, 1};
+// Warps a row is split over, for 1 and 2 tokens: long rows (8 or more 16-byte steps per lane)
+// take 2 or 4 warps; for the quantized types only when the launch has few rows for the GPU.
+// Measured on the H200 (132 SMs, docs/benchmarks/cuda.md v5), split against unsplit: 1B F16
+// decode 881 -> 968 t/s (every F16 GEMV split, gate/up's 16,384 rows included; 924 with launches
+// over 24 rows an SM left whole), 1B Q4_0 1,610 -> 1,655 (down, 2,048 rows), but 8B Q4_0 466 ->
+// 460 and Q8_0 338 -> 329 with the 4,096-row down projection split: hence the 24 rows an SM
+// limit for quantized rows. CERA_CUDA_GEMV_SPLIT=0: off (A/B).
+int split_for(int64_t steps_per_lane, bool plain, int64_t rows, int sm_count) {
+  static const bool off = [] {
+    const char* e = std::getenv("CERA_CUDA_GEMV_SPLIT");
+    return e != nullptr && std::string(e) == "0";
+  }();
+  if (off || (!plain && rows > 24 * int64_t(sm_count))) return 1;
+  return steps_per_lane >= 16 ? 4 : steps_per_lane >= 8 ? 2 : 1;
+}
+
+template <DType T>
+constexpr bool is_plain() {
+  return T == DType::kF32 || T == DType::kF16 || T == DType::kBF16;
+}
+template <DType T>
+constexpr bool splittable() {  // plain rows, or 32-element units (their activations offset simply)
+  if constexpr (is_plain<T>()) {
+    return true;
   } else {
-    return {gemv_q_kernel<T, B>, 1};
+    return Unit<T>::kElems == 32;
   }
 }
 
-// Kernels for 1..8 tokens; instantiated configurations: every supported type x B in 1..8.
+template <DType T, int B, int kSplit>
+GemvPick pick_split(int64_t vec) {
+  if constexpr (is_plain<T>()) {
+    constexpr int kWide = T == DType::kF32 ? 4 : 8;
+    return {vec == 1 ? gemv_f_kernel<T, B, 1, kSplit> : gemv_f_kernel<T, B, kWide, kSplit>, kWarps / kSplit};
+  } else {
+    return {gemv_q_kernel<T, B, Unit<T>::kElems == 32 ? 4 : 2, kSplit>, kWarps / kSplit};
+  }
+}
+
+// Where a row split may apply: the launch's rows and the GPU's SM count.
+struct SplitContext {
+  int64_t rows;
+  int sm_count;
+};
+
+template <DType T, int B>
+GemvPick pick_b(int64_t vec, int64_t n_in, SplitContext sc) {
+  constexpr bool kPlain = is_plain<T>();
+  if constexpr (B <= 2 && splittable<T>()) {
+    const int64_t units = kPlain ? n_in / vec : n_in / 32;
+    switch (split_for(units / 32, kPlain, sc.rows, sc.sm_count)) {
+      case 4: return pick_split<T, B, 4>(vec);
+      case 2: return pick_split<T, B, 2>(vec);
+      default: break;
+    }
+  }
+  return pick_split<T, B, 1>(vec);
+}
+
+// Kernels for 1..8 tokens; instantiated configurations: every supported type x B in 1..8, and row
+// splits of 2 and 4 warps for B <= 2 (32-element block types and plain types).
 template <DType T>
-GemvPick pick(int b, int64_t vec) {
+GemvPick pick(int b, int64_t vec, int64_t n_in, SplitContext sc) {
   switch (b) {
 #define CERA_GEMV_CASE(N) \
-    case N: return pick_b<T, N>(vec);
+    case N: return pick_b<T, N>(vec, n_in, sc);
     CERA_GEMV_CASE(1) CERA_GEMV_CASE(2) CERA_GEMV_CASE(3) CERA_GEMV_CASE(4)
     CERA_GEMV_CASE(5) CERA_GEMV_CASE(6) CERA_GEMV_CASE(7) CERA_GEMV_CASE(8)
 #undef CERA_GEMV_CASE
@@ -108,19 +161,19 @@ GemvPick pick(int b, int64_t vec) {
   }
 }
 
-GemvPick pick_kernel(DType t, int b, int64_t vec) {
+GemvPick pick_kernel(DType t, int b, int64_t vec, int64_t n_in, SplitContext sc) {
   switch (t) {
-    case DType::kF32: return pick<DType::kF32>(b, vec);
-    case DType::kF16: return pick<DType::kF16>(b, vec);
-    case DType::kBF16: return pick<DType::kBF16>(b, vec);
-    case DType::kQ4_0: return pick<DType::kQ4_0>(b, vec);
-    case DType::kQ4_1: return pick<DType::kQ4_1>(b, vec);
-    case DType::kQ5_0: return pick<DType::kQ5_0>(b, vec);
-    case DType::kQ5_1: return pick<DType::kQ5_1>(b, vec);
-    case DType::kQ8_0: return pick<DType::kQ8_0>(b, vec);
-    case DType::kQ4_K: return pick<DType::kQ4_K>(b, vec);
-    case DType::kQ5_K: return pick<DType::kQ5_K>(b, vec);
-    case DType::kQ6_K: return pick<DType::kQ6_K>(b, vec);
+    case DType::kF32: return pick<DType::kF32>(b, vec, n_in, sc);
+    case DType::kF16: return pick<DType::kF16>(b, vec, n_in, sc);
+    case DType::kBF16: return pick<DType::kBF16>(b, vec, n_in, sc);
+    case DType::kQ4_0: return pick<DType::kQ4_0>(b, vec, n_in, sc);
+    case DType::kQ4_1: return pick<DType::kQ4_1>(b, vec, n_in, sc);
+    case DType::kQ5_0: return pick<DType::kQ5_0>(b, vec, n_in, sc);
+    case DType::kQ5_1: return pick<DType::kQ5_1>(b, vec, n_in, sc);
+    case DType::kQ8_0: return pick<DType::kQ8_0>(b, vec, n_in, sc);
+    case DType::kQ4_K: return pick<DType::kQ4_K>(b, vec, n_in, sc);
+    case DType::kQ5_K: return pick<DType::kQ5_K>(b, vec, n_in, sc);
+    case DType::kQ6_K: return pick<DType::kQ6_K>(b, vec, n_in, sc);
     default: return {};
   }
 }
@@ -200,13 +253,6 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
     vec = aligned ? wide : 1;
     p.xf_stride = x.stride() / 4;
   }
-  // Every pass of this call takes the same rows per warp (it depends on the type and vec only).
-  const int64_t rows_per_block = int64_t(kWarps) * pick_kernel(t, 1, vec).rows_per_warp;
-  int64_t blocks = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    p.part[i].first_block = blocks;
-    blocks += ceil_div(p.part[i].n_out, rows_per_block);
-  }
   if (!plain) {
     p.units_per_row = n_in / (dtype_block_size(t) == 32 ? 32 : 64);
     const ActQ8 a = quantize_activations(ctx, x, dtype_block_size(t) == 32 ? 32 : 256);
@@ -227,9 +273,17 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
       pp.xq = p.xq + t0 * n_in;
       pp.xds = p.xds + t0 * (n_in / 32);
     }
-    const GemvKernel k = pick_kernel(t, b, vec).kernel;
-    CERA_CHECK_MSG(k != nullptr, "gemv: no kernel for " + std::string(dtype_name(t)));
-    launch(ctx.stream(), k, unsigned(blocks), kWarps * 32, 0, pp);
+    // The rows a block computes depend on the pass's token count (row splits for 1 and 2 only).
+    int64_t rows = 0;
+    for (size_t i = 0; i < parts.size(); ++i) rows += pp.part[i].n_out;
+    const GemvPick k = pick_kernel(t, b, vec, n_in, {rows, ctx.sm_count()});
+    CERA_CHECK_MSG(k.kernel != nullptr, "gemv: no kernel for " + std::string(dtype_name(t)));
+    int64_t blocks = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      pp.part[i].first_block = blocks;
+      blocks += ceil_div(pp.part[i].n_out, k.rows_per_block);
+    }
+    launch(ctx.stream(), k.kernel, unsigned(blocks), kWarps * 32, 0, pp);
     CERA_CUDA_LAUNCHED();
   }
 }

@@ -56,17 +56,54 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// Token t's output of `row` from its dot product: + bias, stored, and the residual add.
+__device__ __forceinline__ void store_value(const GemvPart& p, int t, int64_t row, float dot) {
+  const float v = dot + (p.bias != nullptr ? p.bias[row] : 0.0f);
+  p.out[t * p.out_stride + row] = v;
+  // As elementwise_kernel's kAddScaled on the stored output.
+  if (p.res != nullptr) p.res[t * p.res_stride + row] = __fmaf_rn(p.res_scale, v, p.res[t * p.res_stride + row]);
+}
+
 template <int B>
 __device__ __forceinline__ void store_rows(const GemvPart& p, int64_t row, float (&acc)[B]) {
   const int lane = threadIdx.x & 31;
   for (int t = 0; t < B; ++t) {
-    const float v = warp_sum(acc[t]) + (p.bias != nullptr ? p.bias[row] : 0.0f);
-    if (lane == 0) {
-      p.out[t * p.out_stride + row] = v;
-      // As elementwise_kernel's kAddScaled on the stored output.
-      if (p.res != nullptr) p.res[t * p.res_stride + row] = __fmaf_rn(p.res_scale, v, p.res[t * p.res_stride + row]);
+    const float v = warp_sum(acc[t]);
+    if (lane == 0) store_value(p, t, row, v);
+  }
+}
+
+// Rows split over kSplit warps of a block (kWarps / kSplit rows a block): each warp reduces its
+// piece, then the row's first warp adds the pieces in order and stores. Every warp of the block
+// reaches the barrier (rows past n_out compute nothing). kSplit 1: store_rows.
+template <int B, int kSplit>
+__device__ __forceinline__ void store_split_rows(const GemvPart& p, int64_t row, bool valid, float (&acc)[B]) {
+  if constexpr (kSplit == 1) {
+    if (valid) store_rows<B>(p, row, acc);
+  } else {
+    __shared__ float piece_sum[kWarps][B];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+    for (int t = 0; t < B; ++t) {
+      const float v = warp_sum(acc[t]);
+      if (lane == 0) piece_sum[warp][t] = v;
+    }
+    __syncthreads();
+    if (valid && warp % kSplit == 0 && lane < B) {
+      float v = piece_sum[warp][lane];
+      for (int k = 1; k < kSplit; ++k) v += piece_sum[warp + k][lane];
+      store_value(p, lane, row, v);
     }
   }
+}
+
+// A row's unit range for piece `piece` of kSplit.
+struct Piece {
+  int64_t lo, n;
+};
+template <int kSplit>
+__device__ __forceinline__ Piece piece_of(int64_t nu, int piece) {
+  const int64_t lo = nu * piece / kSplit;
+  return {lo, nu * (piece + 1) / kSplit - lo};
 }
 
 // One weight row (its units base .. base + nu) dotted with B activation rows: per-lane partial
@@ -116,19 +153,25 @@ __device__ __forceinline__ void prefetch_row(const uint8_t* row, int64_t bytes) 
   }
 }
 
-template <DType T, int B, int kUnroll = Unit<T>::kElems == 32 ? 4 : 2>
+// kSplit > 1 (32-element units only): a row's units split over kSplit warps, for long rows (e.g. the
+// down projection): fewer dependent load rounds per warp, kSplit times the warps in flight.
+template <DType T, int B, int kUnroll = Unit<T>::kElems == 32 ? 4 : 2, int kSplit = 1>
 __global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_constant__ GemvParams p) {
+  static_assert(kSplit == 1 || Unit<T>::kElems == 32);
   const GemvPart& P = part_of(p);
-  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
-  if (row >= P.n_out) return;
-  const int64_t nu = p.units_per_row;
-  prefetch_row(P.w.r0 + row * nu * Unit<T>::kCodeBytes, nu * Unit<T>::kCodeBytes);
+  const int warp = threadIdx.x / 32;
+  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * (kWarps / kSplit) + warp / kSplit;
+  const bool valid = row < P.n_out;
+  if (kSplit == 1 && !valid) return;
+  const Piece piece = piece_of<kSplit>(p.units_per_row, warp % kSplit);
+  const int64_t base = row * p.units_per_row + piece.lo;
+  if (valid) prefetch_row(P.w.r0 + base * Unit<T>::kCodeBytes, piece.n * Unit<T>::kCodeBytes);
   pdl_entry();
   ActRow x[B];
-  for (int t = 0; t < B; ++t) x[t] = {p.xq + t * p.n_in, p.xds + t * (p.n_in / 32)};
+  for (int t = 0; t < B; ++t) x[t] = {p.xq + t * p.n_in + piece.lo * 32, p.xds + t * (p.n_in / 32) + piece.lo};
   float acc[B] = {};
-  q_row_dot<T, B, kUnroll>(P.w, row * nu, nu, x, acc);
-  store_rows<B>(P, row, acc);
+  if (valid) q_row_dot<T, B, kUnroll>(P.w, base, piece.n, x, acc);
+  store_split_rows<B, kSplit>(P, row, valid, acc);
 }
 
 // kVec weights per lane step: 16 bytes' worth when rows are 16-byte aligned, else 1.
@@ -185,18 +228,24 @@ __device__ __forceinline__ void f_row_dot(const uint8_t* wrow, int64_t n_in, con
   }
 }
 
-template <DType T, int B, int kVec>
+// kSplit > 1: as gemv_q_kernel's, in units of kVec elements.
+template <DType T, int B, int kVec, int kSplit = 1>
 __global__ void __launch_bounds__(kWarps * 32) gemv_f_kernel(const __grid_constant__ GemvParams p) {
+  constexpr int64_t kElemBytes = T == DType::kF32 ? 4 : 2;
   const GemvPart& P = part_of(p);
-  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * kWarps + threadIdx.x / 32;
-  if (row >= P.n_out) return;
-  prefetch_row(P.w.r0 + row * P.w.row_stride, p.n_in * (T == DType::kF32 ? 4 : 2));
+  const int warp = threadIdx.x / 32;
+  const int64_t row = (int64_t(blockIdx.x) - P.first_block) * (kWarps / kSplit) + warp / kSplit;
+  const bool valid = row < P.n_out;
+  if (kSplit == 1 && !valid) return;
+  const Piece piece = piece_of<kSplit>(p.n_in / kVec, warp % kSplit);
+  const uint8_t* wrow = P.w.r0 + row * P.w.row_stride + piece.lo * kVec * kElemBytes;
+  if (valid) prefetch_row(wrow, piece.n * kVec * kElemBytes);
   pdl_entry();
   const float* x[B];
-  for (int t = 0; t < B; ++t) x[t] = p.xf + t * p.xf_stride;
+  for (int t = 0; t < B; ++t) x[t] = p.xf + t * p.xf_stride + piece.lo * kVec;
   float acc[B] = {};
-  f_row_dot<T, B, kVec>(P.w.r0 + row * P.w.row_stride, p.n_in, x, acc);
-  store_rows<B>(P, row, acc);
+  if (valid) f_row_dot<T, B, kVec>(wrow, piece.n * kVec, x, acc);
+  store_split_rows<B, kSplit>(P, row, valid, acc);
 }
 
 }  // namespace cera::ops::cuda::gemv_detail
