@@ -15,6 +15,7 @@
 #include "ops/cpu/cpu_backend.h"
 #include "runtime/kv_cache.h"
 #include "test_device.h"
+#include "forwarding_backend.h"
 #include "generate_helpers.h"
 
 namespace cera {
@@ -280,58 +281,16 @@ TEST(RecurrentStateShift, LogitsMatchAFreshRunOverTheKeptTokens) {
 }
 
 // A CPU backend that counts short_conv calls and the tokens of each.
-class CountingBackend final : public ops::Backend {
+class CountingBackend final : public test::ForwardingBackend {
  public:
-  CountingBackend() : cpu_(ops::make_cpu_backend({.n_threads = 2})) {}
+  CountingBackend() : ForwardingBackend(ops::make_cpu_backend({.n_threads = 2})) {}
   std::vector<int64_t> conv_tokens;  // n_tokens of every short_conv call
 
-  Device device() const override { return cpu_->device(); }
-  std::string name() const override { return "counting " + cpu_->name(); }
-  Result<std::unique_ptr<ops::Buffer>> allocate(uint64_t bytes) override { return cpu_->allocate(bytes); }
-  Result<TensorView> import_weight(const TensorView& host, std::unique_ptr<ops::Buffer>& keep) override {
-    return cpu_->import_weight(host, keep);
-  }
-  void upload(const TensorView& dst, const void* src) override { cpu_->upload(dst, src); }
-  void download(void* dst, const TensorView& src) override { cpu_->download(dst, src); }
-  void synchronize() override { cpu_->synchronize(); }
-  bool supports_weight(DType t) const override { return cpu_->supports_weight(t); }
-  void embed(const TensorView& o, const TensorView& t, std::span<const int32_t> k, float s) override { cpu_->embed(o, t, k, s); }
-  void matmul(const TensorView& o, const TensorView& w, const TensorView& x, const TensorView* b) override {
-    cpu_->matmul(o, w, x, b);
-  }
-  void rms_norm(const TensorView& o, const TensorView& x, const TensorView& w, float e) override { cpu_->rms_norm(o, x, w, e); }
-  void rope(const TensorView& x, std::span<const int32_t> p, const ops::RopeParams& r) override { cpu_->rope(x, p, r); }
-  void gated_activation(const TensorView& o, const TensorView& g, const TensorView& u, ops::Activation a) override {
-    cpu_->gated_activation(o, g, u, a);
-  }
-  void add_scaled(const TensorView& o, const TensorView& a, const TensorView& b, float s) override { cpu_->add_scaled(o, a, b, s); }
-  void scale(const TensorView& x, float s) override { cpu_->scale(x, s); }
-  void kv_store(const ops::KvLayer& l, const TensorView& k, const TensorView& v, std::span<const int32_t> s) override {
-    cpu_->kv_store(l, k, v, s);
-  }
-  void attention(const TensorView& o, const TensorView& q, const ops::KvLayer& l, const ops::AttentionBatch& b,
-                 const ops::AttentionParams& p) override {
-    cpu_->attention(o, q, l, b, p);
-  }
-  void kv_copy(const ops::KvLayer& l, std::span<const int32_t> s, std::span<const int32_t> d) override { cpu_->kv_copy(l, s, d); }
-  void kv_rerotate(const ops::KvLayer& l, std::span<const int32_t> s, int32_t d, int32_t h, const ops::RopeParams& p) override {
-    cpu_->kv_rerotate(l, s, d, h, p);
-  }
-  bool supports(ops::Feature f) const override { return cpu_->supports(f); }
+  std::string name() const override { return "counting " + inner().name(); }
   void short_conv(const TensorView& o, const TensorView& bcx, const TensorView& k, const TensorView& s) override {
     conv_tokens.push_back(o.rows());
-    cpu_->short_conv(o, bcx, k, s);
+    ForwardingBackend::short_conv(o, bcx, k, s);
   }
-  void moe_route(const TensorView& i, const TensorView& w, const TensorView& l, const ops::RouterParams& p) override {
-    cpu_->moe_route(i, w, l, p);
-  }
-  void matmul_experts(const TensorView& o, const TensorView& e, const TensorView& x, const TensorView& i) override {
-    cpu_->matmul_experts(o, e, x, i);
-  }
-  void moe_combine(const TensorView& o, const TensorView& e, const TensorView& w) override { cpu_->moe_combine(o, e, w); }
-
- private:
-  std::unique_ptr<ops::Backend> cpu_;
 };
 
 TEST(RecurrentStatePrompt, OneShortConvCallPerLayerAndSequence) {

@@ -11,30 +11,14 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "ops/cpu/cpu_backend.h"
+#include "forwarding_backend.h"
+#include "stories_engine_test.h"
 #include "stories_model.h"
 
 namespace cera::runtime {
 namespace {
 
-class PipelineTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto e = api::Engine::load({.model_path = test::stories_gguf(), .device = api::DeviceChoice::kCpu});
-    ASSERT_TRUE(e.ok()) << e.status().to_string();
-    engine_ = std::move(e).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete engine_;
-    engine_ = nullptr;
-  }
-  static std::unique_ptr<Session> session(SessionOptions o) {
-    auto s = engine_->new_session(o);
-    EXPECT_TRUE(s.ok()) << s.status().to_string();
-    return std::move(s).value();
-  }
-  static api::Engine* engine_;
-};
-api::Engine* PipelineTest::engine_ = nullptr;
+class PipelineTest : public test::StoriesEngineTest {};
 
 GenerateOptions greedy(int32_t max_tokens) {
   GenerateOptions g;
@@ -225,58 +209,20 @@ TEST_F(PipelineTest, SameAsThePlainLoopWhenCancelled) {
 
 // A CPU backend that counts embed_ids and download_async: proves kOn really feeds ids on the
 // device (and kOff never does), since equal outcomes alone would not tell the paths apart.
-class CountingBackend final : public ops::Backend {
+class CountingBackend final : public test::ForwardingBackend {
  public:
-  CountingBackend() : cpu_(ops::make_cpu_backend({.n_threads = 1})) {}
+  CountingBackend() : ForwardingBackend(ops::make_cpu_backend({.n_threads = 1})) {}
   int embed_ids_calls = 0, async_calls = 0;
 
-  Device device() const override { return cpu_->device(); }
-  std::string name() const override { return "counting " + cpu_->name(); }
-  Result<std::unique_ptr<ops::Buffer>> allocate(uint64_t bytes) override { return cpu_->allocate(bytes); }
-  Result<TensorView> import_weight(const TensorView& host, std::unique_ptr<ops::Buffer>& keep) override {
-    return cpu_->import_weight(host, keep);
-  }
-  void upload(const TensorView& dst, const void* src) override { cpu_->upload(dst, src); }
-  void download(void* dst, const TensorView& src) override { cpu_->download(dst, src); }
+  std::string name() const override { return "counting " + inner().name(); }
   ops::Readback download_async(void* dst, const TensorView& src) override {
     ++async_calls;
-    return cpu_->download_async(dst, src);
+    return ForwardingBackend::download_async(dst, src);
   }
-  void synchronize() override { cpu_->synchronize(); }
-  bool supports_weight(DType t) const override { return cpu_->supports_weight(t); }
-  void embed(const TensorView& o, const TensorView& t, std::span<const int32_t> k, float s) override { cpu_->embed(o, t, k, s); }
   void embed_ids(const TensorView& o, const TensorView& t, const TensorView& ids, float s) override {
     ++embed_ids_calls;
-    cpu_->embed_ids(o, t, ids, s);
+    ForwardingBackend::embed_ids(o, t, ids, s);
   }
-  void matmul(const TensorView& o, const TensorView& w, const TensorView& x, const TensorView* b) override {
-    cpu_->matmul(o, w, x, b);
-  }
-  void rms_norm(const TensorView& o, const TensorView& x, const TensorView& w, float e) override { cpu_->rms_norm(o, x, w, e); }
-  void rope(const TensorView& x, std::span<const int32_t> p, const ops::RopeParams& r) override { cpu_->rope(x, p, r); }
-  void gated_activation(const TensorView& o, const TensorView& g, const TensorView& u, ops::Activation a) override {
-    cpu_->gated_activation(o, g, u, a);
-  }
-  void add_scaled(const TensorView& o, const TensorView& a, const TensorView& b, float s) override { cpu_->add_scaled(o, a, b, s); }
-  void scale(const TensorView& x, float s) override { cpu_->scale(x, s); }
-  void kv_store(const ops::KvLayer& l, const TensorView& k, const TensorView& v, std::span<const int32_t> s) override {
-    cpu_->kv_store(l, k, v, s);
-  }
-  void attention(const TensorView& o, const TensorView& q, const ops::KvLayer& l, const ops::AttentionBatch& b,
-                 const ops::AttentionParams& p) override {
-    cpu_->attention(o, q, l, b, p);
-  }
-  void kv_copy(const ops::KvLayer& l, std::span<const int32_t> s, std::span<const int32_t> d) override { cpu_->kv_copy(l, s, d); }
-  void kv_rerotate(const ops::KvLayer& l, std::span<const int32_t> s, int32_t d, int32_t h, const ops::RopeParams& p) override {
-    cpu_->kv_rerotate(l, s, d, h, p);
-  }
-  void top_k(const TensorView& i, const TensorView& v, const TensorView& l, const TensorView& x,
-             const ops::TopKParams& p) override {
-    cpu_->top_k(i, v, l, x, p);
-  }
-
- private:
-  std::unique_ptr<ops::Backend> cpu_;
 };
 
 TEST(PipelineCounting, OnlyThePipelinedLoopFeedsIdsOnTheDevice) {

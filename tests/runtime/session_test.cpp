@@ -6,31 +6,14 @@
 #include <thread>
 
 #include "api/engine.h"
+#include "stories_engine_test.h"
 #include "stories_model.h"
 #include "generate_helpers.h"
 
 namespace cera::runtime {
 namespace {
 
-class SessionTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto e = api::Engine::load({.model_path = test::stories_gguf(), .device = api::DeviceChoice::kCpu});
-    ASSERT_TRUE(e.ok()) << e.status().to_string();
-    engine_ = std::move(e).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete engine_;
-    engine_ = nullptr;
-  }
-  std::unique_ptr<Session> session(SessionOptions o) {
-    auto s = engine_->new_session(o);
-    EXPECT_TRUE(s.ok()) << s.status().to_string();
-    return std::move(s).value();
-  }
-  static api::Engine* engine_;
-};
-api::Engine* SessionTest::engine_ = nullptr;
+class SessionTest : public test::StoriesEngineTest {};
 
 float max_abs_diff(std::span<const float> a, std::span<const float> b, float* max_ref) {
   float d = 0, m = 0;
