@@ -31,6 +31,8 @@ struct TensorView {
   }
   int64_t stride() const { return row_stride != 0 ? row_stride : row_bytes(); }
   bool packed() const { return stride() == row_bytes(); }
+  // Bytes from data to the end of the last row (0 without rows).
+  int64_t extent_bytes() const { return rows() == 0 ? 0 : stride() * (rows() - 1) + row_bytes(); }
   std::byte* row(int64_t i) const { return data + i * stride(); }
   template <class T>
   T* row_as(int64_t i) const {

@@ -90,17 +90,20 @@ std::span<const float> Session::last_logits() const {
   return logits_;
 }
 
+Session::PickViews Session::pick_views(int slot, int32_t k) const {
+  std::byte* base = pick_buffer_->data() + slot * kPickSlotBytes;
+  const Device dev = model_->backend().device();
+  return {make_view(base, DType::kI32, {k, 1, 1, 1}, dev), make_view(base + 4 * k, DType::kF32, {k, 1, 1, 1}, dev),
+          make_view(base + 8 * k, DType::kF32, {1, 1, 1, 1}, dev)};
+}
+
 Session::Picked Session::pick_candidates(int32_t k) {
   ops::Backend& backend = model_->backend();
-  std::byte* base = pick_buffer_->data();
-  const Device dev = backend.device();
-  const TensorView ids = make_view(base, DType::kI32, {k, 1, 1, 1}, dev);
-  const TensorView values = make_view(base + 4 * k, DType::kF32, {k, 1, 1, 1}, dev);
-  const TensorView lse = make_view(base + 8 * k, DType::kF32, {1, 1, 1, 1}, dev);
-  backend.top_k(ids, values, lse, device_logits_[cur_], {.k = k, .softcap = logits_softcap_});
+  const PickViews v = pick_views(0, k);
+  backend.top_k(v.ids, v.values, v.lse, device_logits_[cur_], {.k = k, .softcap = logits_softcap_});
   // One read back of all three (they are contiguous).
   pick_host_.resize(static_cast<size_t>(2 * k + 1));
-  backend.download(pick_host_.data(), make_view(base, DType::kI32, {2 * k + 1, 1, 1, 1}, dev));
+  backend.download(pick_host_.data(), make_view(v.ids.data, DType::kI32, {2 * k + 1, 1, 1, 1}, backend.device()));
   const auto* f = reinterpret_cast<const float*>(pick_host_.data());
   return {std::span(pick_host_).first(k), std::span(f + k, k), f[2 * k]};
 }
@@ -264,14 +267,10 @@ bool Session::pipelines(const Sampler& sampler) const {
 
 void Session::queue_argmax(int row) {
   ops::Backend& backend = model_->backend();
-  std::byte* base = pick_buffer_->data() + row * kPickSlotBytes;
-  const Device dev = backend.device();
-  const TensorView ids = make_view(base, DType::kI32, {1, 1, 1, 1}, dev);
-  backend.top_k(ids, make_view(base + 4, DType::kF32, {1, 1, 1, 1}, dev),
-                make_view(base + 8, DType::kF32, {1, 1, 1, 1}, dev), device_logits_[row],
-                {.k = 1, .softcap = logits_softcap_});
+  const PickViews v = pick_views(row, 1);
+  backend.top_k(v.ids, v.values, v.lse, device_logits_[row], {.k = 1, .softcap = logits_softcap_});
   CERA_CHECK(!in_flight_[row]);
-  in_flight_[row] = backend.download_async(&picked_[row], ids);
+  in_flight_[row] = backend.download_async(&picked_[row], v.ids);
 }
 
 int32_t Session::wait_argmax(int row) {
@@ -295,8 +294,7 @@ bool Session::can_speculate(int32_t n_generated, int32_t max_tokens) const {
 
 Status Session::speculate() {
   const int next = cur_ ^ 1;
-  const TensorView ids = make_view(pick_buffer_->data() + cur_ * kPickSlotBytes, DType::kI32, {1, 1, 1, 1},
-                                   model_->backend().device());
+  const TensorView ids = pick_views(cur_, 1).ids;
   const int32_t unknown = 0;  // the id is on the device; only the count is read
   speculated_from_ = cache_.length(seq_);
   const Status st = forward_chunk({.tokens = std::span(&unknown, 1), .token_ids = &ids, .row = next});

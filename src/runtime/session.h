@@ -144,6 +144,12 @@ class Session {
     float lse;
   };
   Picked pick_candidates(int32_t k);
+  // The device views of top_k's outputs for k candidates in slot `slot` of pick_buffer_: ids [k],
+  // values [k] and lse [1], contiguous (one readback covers them).
+  struct PickViews {
+    TensorView ids, values, lse;
+  };
+  PickViews pick_views(int slot, int32_t k) const;
   // Copies the model's last logits row into device_logits_[row] (after a forward).
   void keep_device_logits(int row);
 

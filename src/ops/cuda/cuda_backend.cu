@@ -172,7 +172,7 @@ class CudaBackend final : public Backend {
     if (dst.n_elements() == 0) return;
     runner_->flush();
     ctx_.act_cache() = {};
-    ctx_.memory_changed(dst.data, uint64_t(dst.stride() * (dst.rows() - 1) + dst.row_bytes()));
+    ctx_.memory_changed(dst.data, uint64_t(dst.extent_bytes()));
     CERA_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, size_t(dst.stride()), src, size_t(dst.row_bytes()),
                                       size_t(dst.row_bytes()), size_t(dst.rows()), cudaMemcpyHostToDevice,
                                       ctx_.stream()));
@@ -195,7 +195,7 @@ class CudaBackend final : public Backend {
     runner_->flush();  // logged verbs first: the copy is ordered after them on the stream
     ctx_.act_cache() = {};
     if (src.n_elements() == 0) return;
-    ctx_.memory_changed(dst.data, uint64_t(dst.stride() * (dst.rows() - 1) + dst.row_bytes()));
+    ctx_.memory_changed(dst.data, uint64_t(dst.extent_bytes()));
     CERA_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, size_t(dst.stride()), src.data, size_t(src.stride()),
                                       size_t(src.row_bytes()), size_t(src.rows()), cudaMemcpyDeviceToDevice,
                                       ctx_.stream()));

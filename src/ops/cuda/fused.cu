@@ -200,10 +200,7 @@ struct Range {
   const std::byte* lo;
   const std::byte* hi;
 };
-Range range_of(const TensorView& v) {
-  if (v.rows() == 0) return {v.data, v.data};
-  return {v.data, v.data + v.stride() * (v.rows() - 1) + v.row_bytes()};
-}
+Range range_of(const TensorView& v) { return {v.data, v.data + v.extent_bytes()}; }
 bool same_view(const TensorView& a, const TensorView& b) {
   return a.data == b.data && a.dtype == b.dtype && a.cols() == b.cols() && a.rows() == b.rows() &&
          a.stride() == b.stride();
@@ -235,8 +232,10 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
   const bool quant = q8_consumer(next, n.out);
   static const bool loop_env = std::getenv("CERA_CUDA_NORM_LOOP") != nullptr;  // A/B of the v5 change
   // Several blocks a row when nothing it reads is written (no add; out, codes apart from x).
-  static const bool split_env = std::getenv("CERA_CUDA_NORM_SPLIT") == nullptr ||
-                                std::string(std::getenv("CERA_CUDA_NORM_SPLIT")) != "0";  // A/B (v5)
+  static const bool split_env = [] {  // A/B (v5)
+    const char* e = std::getenv("CERA_CUDA_NORM_SPLIT");
+    return e == nullptr || std::string(e) != "0";
+  }();
   const unsigned threads = norm_threads(x.cols());
   // Without quantization a chunk may be partial (n % 32 != 0): the register form covers it too,
   // since its quantization is skipped and its stores are per element.
@@ -405,8 +404,10 @@ size_t run_fused(CudaContext& ctx, std::span<const Call> calls, size_t i) {
     case Verb::kGatedActivation: return fuse_act_quant(ctx, c, at(1));
     case Verb::kRope: return fuse_rope_store(ctx, c, at(1), at(2));
     case Verb::kMatmul: {
-      static const bool add_env = std::getenv("CERA_CUDA_GEMV_ADD") == nullptr ||
-                                  std::string(std::getenv("CERA_CUDA_GEMV_ADD")) != "0";  // A/B (v5)
+      static const bool add_env = [] {  // A/B (v5)
+        const char* e = std::getenv("CERA_CUDA_GEMV_ADD");
+        return e == nullptr || std::string(e) != "0";
+      }();
       if (const size_t n = fuse_matmuls(ctx, calls, i); n > 0) return n;
       return add_env ? fuse_matmul_add(ctx, c, at(1)) : 0;
     }

@@ -260,6 +260,8 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
     p.xds = a.ds;
   }
   if (!ctx.launching()) return;
+  int64_t rows = 0;  // of the launch: the row-split rule reads it
+  for (size_t i = 0; i < parts.size(); ++i) rows += p.part[i].n_out;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokensPass) {
     const int b = int(std::min<int64_t>(kMaxTokensPass, n_tokens - t0));
     GemvParams pp = p;
@@ -274,8 +276,6 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
       pp.xds = p.xds + t0 * (n_in / 32);
     }
     // The rows a block computes depend on the pass's token count (row splits for 1 and 2 only).
-    int64_t rows = 0;
-    for (size_t i = 0; i < parts.size(); ++i) rows += pp.part[i].n_out;
     const GemvPick k = pick_kernel(t, b, vec, n_in, {rows, ctx.sm_count()});
     CERA_CHECK_MSG(k.kernel != nullptr, "gemv: no kernel for " + std::string(dtype_name(t)));
     int64_t blocks = 0;

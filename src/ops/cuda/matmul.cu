@@ -197,7 +197,7 @@ void forget_overwritten_activations(CudaContext& ctx, const TensorView& out) {
   const QuantActCache& c = ctx.act_cache();
   if (c.x != nullptr && out.rows() > 0) {
     const auto* o0 = out.data;
-    const auto* o1 = out.data + out.stride() * (out.rows() - 1) + out.row_bytes();
+    const auto* o1 = out.data + out.extent_bytes();
     const auto* x0 = static_cast<const std::byte*>(c.x);
     const auto* x1 = x0 + c.x_stride * (c.n_tokens - 1) + c.n_in * 4;
     if (o0 < x1 && x0 < o1) ctx.act_cache() = {};
