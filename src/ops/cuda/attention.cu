@@ -1,16 +1,15 @@
 // Attention over the paged KV cache (F32 or F16 rows), for decode and for the prompt batches that the
 // tensor-core kernel (attention_prefill.cu) does not take: one block of 4 warps
-// per (kv head, group chunk of <= 8 query heads, token, context split). Each warp streams cache
-// entries (4 in flight), the group's query heads share every K/V row it loads, and the online
-// softmax state is merged across warps in shared memory. When (tokens x kv heads) cannot fill the
+// per (kv head, group chunk of <= 8 query heads, token, context split). The block copies its
+// cache rows into shared memory by cp.async, two stages ahead; each warp takes 4 entries of a
+// stage at a time, the group's query heads share every K/V row it reads, and the online softmax
+// state is merged across warps in shared memory. When (tokens x kv heads) cannot fill the
 // GPU (decode), the context is split and the last split of each (head group, token) to finish
 // merges the splits' partial results (an arrival counter per group and token).
 // The split count depends on shapes only and each token derives its split length from its own
 // position on the device, so a decode step's launch parameters do not change with the position
-// and a captured graph replays unchanged (graph.h). F16 rows: each lane loads its D halves in one
-// vector load (8 bytes at head_dim 128, 16 at 256), converts them in registers and accumulates in
-// float; twice as many entries are kept in flight per warp as for F32 rows, so a warp has as many
-// bytes in flight as with F32 while reading half of them.
+// and a captured graph replays unchanged (graph.h). F16 rows are converted to float as they are
+// read from shared memory; the math is float32 for both row types.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -84,58 +83,120 @@ __device__ __forceinline__ void split_weights(const float2* ml_base, int n_live,
   if (lane == 0) *s_inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 }
 
-// Elements lane * D .. lane * D + D - 1 of a cache row (zeros past head_dim). With aligned rows
-// a lane's D contiguous floats are one float4/float2 load (one 16-byte LDG per lane per row
-// instead of D 4-byte loads).
+// Cache rows are staged in shared memory: a stage holds kEntries rows of K and as many of V,
+// copied by cp.async (16-byte chunks, every thread of the block issuing its share) two stages
+// ahead of the warps that read them. Decision: the v5 kernel loaded each warp's rows straight into
+// registers, 4 entries a round, and the rounds formed a dependent chain of DRAM latencies with ~16
+// warps an SM (122 registers); at depth 4096 it read the F32 cache at 25 % of the bandwidth and the
+// F16 cache at 10 % (ncu, 8B shapes). With the rows copied ahead a block keeps two stages (16 KB
+// each) in flight whatever the registers, and the reads from shared memory are short.
+constexpr int kStageBytes = 8192;  // of K (and of V) per stage at the widest row of the kernel's D
+constexpr int kStages = 2;
+
+template <class T, int D>
+struct Staging {
+  static constexpr int kRaw = kStageBytes / int(32 * D * sizeof(T));
+  static constexpr int kEntries = kRaw < 8 ? 8 : (kRaw > 64 ? 64 : kRaw);  // rows of K (and V) per stage
+  static constexpr int kPer = 16 / int(sizeof(T));                         // elements per 16-byte chunk
+};
+
+// Row pitch in shared memory, elements: head_dim rounded up to 8 (16-byte rows for F16, 32 for F32).
+__host__ __device__ inline int32_t stage_pitch(int32_t head_dim) { return (head_dim + 7) / 8 * 8; }
+
+__device__ __forceinline__ uint32_t smem_addr(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Copies the K and V rows of entries e0 .. e0 + kEntries - 1 (clamped to hi: rows past hi are
+// masked by the readers) of this block's kv head into a stage: [kEntries][pitch] of K, then of V.
+// Aligned rows (vec_rows) go by cp.async; others element by element through registers (odd
+// head_dim with F16 rows: correct, not fast).
+template <class T, int D>
+__device__ __forceinline__ void stage_rows(const AttnParams& p, T* stage, const int32_t* table, int e0, int hi,
+                                           int64_t koff) {
+  using S = Staging<T, D>;
+  const T* cache_k = static_cast<const T*>(p.k) + koff;
+  const T* cache_v = static_cast<const T*>(p.v) + koff;
+  const int pitch = stage_pitch(p.head_dim);
+  T* sk = stage;
+  T* sv = stage + S::kEntries * pitch;
+  if (p.vec_rows) {
+    const int cpr = p.head_dim / S::kPer;  // chunks per row
+    for (int c = threadIdx.x; c < S::kEntries * cpr; c += blockDim.x) {
+      const int r = c / cpr, col = (c - r * cpr) * S::kPer;
+      const int e = min(e0 + r, hi);
+      const int64_t slot = int64_t(table[e / p.block_size]) * p.block_size + e % p.block_size;
+      cp_async16(smem_addr(sk + r * pitch + col), cache_k + slot * p.k_stride + col);
+      cp_async16(smem_addr(sv + r * pitch + col), cache_v + slot * p.v_stride + col);
+    }
+  } else {
+    for (int c = threadIdx.x; c < S::kEntries * p.head_dim; c += blockDim.x) {
+      const int r = c / p.head_dim, i = c - r * p.head_dim;
+      const int e = min(e0 + r, hi);
+      const int64_t slot = int64_t(table[e / p.block_size]) * p.block_size + e % p.block_size;
+      sk[r * pitch + i] = cache_k[slot * p.k_stride + i];
+      sv[r * pitch + i] = cache_v[slot * p.v_stride + i];
+    }
+  }
+}
+
+// Elements lane * D .. lane * D + D - 1 of a staged row (zeros past head_dim): one vector load
+// from shared memory when they lie inside the row (rows are 16-byte aligned).
 template <int D>
-__device__ __forceinline__ void load_head(const float* r, int lane, int head_dim, bool vec, float (&x)[D]) {
-  if constexpr (D % 4 == 0) {
-    if (vec && lane * D + D <= head_dim) {
+__device__ __forceinline__ void load_head(const float* r, int lane, int head_dim, float (&x)[D]) {
+  if (lane * D + D <= head_dim) {
+    if constexpr (D % 4 == 0) {
 #pragma unroll
       for (int d = 0; d < D; d += 4) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(r + lane * D + d));
+        const float4 v = *reinterpret_cast<const float4*>(r + lane * D + d);
         x[d] = v.x; x[d + 1] = v.y; x[d + 2] = v.z; x[d + 3] = v.w;
       }
       return;
-    }
-  } else if constexpr (D == 2) {
-    if (vec && lane * D + D <= head_dim) {
-      const float2 v = __ldg(reinterpret_cast<const float2*>(r + lane * D));
+    } else if constexpr (D == 2) {
+      const float2 v = *reinterpret_cast<const float2*>(r + lane * D);
       x[0] = v.x; x[1] = v.y;
       return;
     }
   }
 #pragma unroll
-  for (int d = 0; d < D; ++d) x[d] = lane * D + d < head_dim ? __ldg(r + lane * D + d) : 0.0f;
+  for (int d = 0; d < D; ++d) x[d] = lane * D + d < head_dim ? r[lane * D + d] : 0.0f;
 }
 
-// The same for fp16 rows: D halves are one 16-, 8- or 4-byte load (vec: rows and head offsets
-// aligned to 8 halves), converted to float in registers.
+// The same for fp16 rows: D halves are one 16-, 8- or 4-byte load, converted to float in registers.
 template <int D>
-__device__ __forceinline__ void load_head(const __half* r, int lane, int head_dim, bool vec, float (&x)[D]) {
+__device__ __forceinline__ void load_head(const __half* r, int lane, int head_dim, float (&x)[D]) {
   if constexpr (D >= 2) {
-    if (vec && lane * D + D <= head_dim) {
+    if (lane * D + D <= head_dim) {
       static_assert(D == 2 || D == 4 || D == 8);
       uint32_t w[D / 2];  // two halves per word, the lower element in the low bits
       if constexpr (D == 8) {
-        const uint4 raw = __ldg(reinterpret_cast<const uint4*>(r + lane * D));
+        const uint4 raw = *reinterpret_cast<const uint4*>(r + lane * D);
         w[0] = raw.x; w[1] = raw.y; w[2] = raw.z; w[3] = raw.w;
       } else if constexpr (D == 4) {
-        const uint2 raw = __ldg(reinterpret_cast<const uint2*>(r + lane * D));
+        const uint2 raw = *reinterpret_cast<const uint2*>(r + lane * D);
         w[0] = raw.x; w[1] = raw.y;
       } else {
-        w[0] = __ldg(reinterpret_cast<const unsigned int*>(r + lane * D));
+        w[0] = *reinterpret_cast<const unsigned int*>(r + lane * D);
       }
 #pragma unroll
       for (int d = 0; d < D; d += 2) {
-        x[d] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[d / 2] & 0xffffu)));
-        x[d + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[d / 2] >> 16)));
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[d / 2]));
+        x[d] = f.x;
+        x[d + 1] = f.y;
       }
       return;
     }
   }
 #pragma unroll
-  for (int d = 0; d < D; ++d) x[d] = lane * D + d < head_dim ? __half2float(__ldg(r + lane * D + d)) : 0.0f;
+  for (int d = 0; d < D; ++d) x[d] = lane * D + d < head_dim ? __half2float(r[lane * D + d]) : 0.0f;
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -146,23 +207,23 @@ __device__ __forceinline__ float warp_sum(float v) {
 // T: the cache element (float or __half). D: elements of a head per lane (head_dim <= 32 D).
 // G: query heads per block (4 or kMaxGroup): q and the accumulators of G heads live in registers,
 // so the common GQA group of 4 (Llama 3 8B / 1B shapes) instantiates G = 4 and keeps occupancy.
+// Dynamic shared memory: the stages (stage_bytes()), reused by the merge of the warps after the loop.
 template <class T, int D, int G>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid_constant__ AttnParams p) {
-  pdl_entry();
-  // Entries in flight per warp (K and V: 2 kE row loads); at D = 8 the registers of 4 entries
-  // would not fit beside G heads' q and accumulators. F16 rows keep as many entries in flight as
-  // F32 rows: with twice as many (to match F32's bytes in flight) the kernel needed 165 registers
-  // at head_dim 128 against F32's 122, one block an SM fewer, and the split grid (4 blocks an SM)
-  // ran in two waves: F16 decode measured slower than F32 (8B Q4_0 at depth 4096, 210 vs 291 t/s).
+  using S = Staging<T, D>;
+  // Entries a warp takes per step from a stage; at D = 8 the registers of 4 would not fit beside
+  // G heads' q and accumulators.
   constexpr int kE = D >= 8 ? 2 : 4;
-  const T* cache_k = static_cast<const T*>(p.k);
-  const T* cache_v = static_cast<const T*>(p.v);
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) float smem[];
+  T* stages = reinterpret_cast<T*>(smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * G;
   const int ng = min(G, p.n_group - g0);
   const int64_t t = blockIdx.y;
   const int split = blockIdx.z;
+  // Positions and block tables are copied to the device before the step's first kernel (no
+  // kernel writes them), so they are read before the PDL wait; the cache rows, q and the partial
+  // results are read and written after it.
   const int32_t pos = p.positions[t];
   const int32_t* table = p.block_tables + p.table_offset[p.token_seq[t]];
   const int first = p.window > 0 ? max(0, pos - p.window + 1) : 0;
@@ -171,6 +232,17 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   const int h0 = kvh * p.n_group + g0;
   const int n_live = min(p.n_split, pos / split_len + 1);  // splits that start at or before pos
   if (p.merge_in_block && split >= n_live) return;  // holds nothing; the merge reads n_live splits
+  pdl_entry();
+
+  const int64_t koff = int64_t(kvh) * p.head_dim;
+  const int pitch = stage_pitch(p.head_dim);
+  const int stage_elems = 2 * S::kEntries * pitch;
+  const int n_tiles = hi >= lo ? (hi - lo) / S::kEntries + 1 : 0;
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) {
+    if (s < n_tiles) stage_rows<T, D>(p, stages + s * stage_elems, table, lo + s * S::kEntries, hi, koff);
+    cp_async_commit();  // one group per stage, empty or not, so wait_group counts stages
+  }
 
   float qr[G][D], acc[G][D], m[G], l[G];
 #pragma unroll
@@ -184,45 +256,56 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
       qr[g][d] = g < ng && i < p.head_dim ? p.q.data[t * p.q.token_stride + (h0 + g) * p.q.head_stride + i] : 0.0f;
     }
   }
-  const int64_t koff = int64_t(kvh) * p.head_dim;
-  for (int e = lo + warp * kE; e <= hi; e += kAttnWarps * kE) {
-    float kk[kE][D], vv[kE][D];
+  for (int j = 0; j < n_tiles; ++j) {
+    cp_async_wait<kStages - 1>();  // stage j landed (the one after it may still be in flight)
+    __syncthreads();
+    const T* sk = stages + (j % kStages) * stage_elems;
+    const T* sv = sk + S::kEntries * pitch;
+    const int e0 = lo + j * S::kEntries, count = min(S::kEntries, hi - e0 + 1);
+    for (int r0 = warp * kE; r0 < count; r0 += kAttnWarps * kE) {
+      float kk[kE][D], vv[kE][D];
 #pragma unroll
-    for (int j = 0; j < kE; ++j) {
-      const int ej = min(e + j, hi);
-      const int64_t slot = int64_t(table[ej / p.block_size]) * p.block_size + ej % p.block_size;
-      load_head<D>(cache_k + slot * p.k_stride + koff, lane, p.head_dim, p.vec_rows, kk[j]);
-      load_head<D>(cache_v + slot * p.v_stride + koff, lane, p.head_dim, p.vec_rows, vv[j]);
-    }
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      if (g >= ng) break;
-      float s[kE], mx = m[g];
-#pragma unroll
-      for (int j = 0; j < kE; ++j) {
-        float dot = 0.0f;
-#pragma unroll
-        for (int d = 0; d < D; ++d) dot += qr[g][d] * kk[j][d];
-        float x = p.scale * warp_sum(dot);
-        if (p.softcap > 0.0f) x = p.softcap * tanhf(x / p.softcap);
-        s[j] = e + j <= hi ? x : -INFINITY;
-        mx = fmaxf(mx, s[j]);
+      for (int jj = 0; jj < kE; ++jj) {
+        const int r = min(r0 + jj, count - 1);  // rows past count: a valid row, masked below
+        load_head<D>(sk + r * pitch, lane, p.head_dim, kk[jj]);
+        load_head<D>(sv + r * pitch, lane, p.head_dim, vv[jj]);
       }
-      const float corr = __expf(m[g] - mx);  // 0 while m is -inf
-      float psum = 0.0f;
 #pragma unroll
-      for (int d = 0; d < D; ++d) acc[g][d] *= corr;
+      for (int g = 0; g < G; ++g) {
+        if (g >= ng) break;
+        float s[kE], mx = m[g];
 #pragma unroll
-      for (int j = 0; j < kE; ++j) {
-        const float pj = __expf(s[j] - mx);
-        psum += pj;
+        for (int jj = 0; jj < kE; ++jj) {
+          float dot = 0.0f;
 #pragma unroll
-        for (int d = 0; d < D; ++d) acc[g][d] += pj * vv[j][d];
+          for (int d = 0; d < D; ++d) dot += qr[g][d] * kk[jj][d];
+          float x = p.scale * warp_sum(dot);
+          if (p.softcap > 0.0f) x = p.softcap * tanhf(x / p.softcap);
+          s[jj] = r0 + jj < count ? x : -INFINITY;
+          mx = fmaxf(mx, s[jj]);
+        }
+        const float corr = __expf(m[g] - mx);  // 0 while m is -inf
+        float psum = 0.0f;
+#pragma unroll
+        for (int d = 0; d < D; ++d) acc[g][d] *= corr;
+#pragma unroll
+        for (int jj = 0; jj < kE; ++jj) {
+          const float pj = __expf(s[jj] - mx);
+          psum += pj;
+#pragma unroll
+          for (int d = 0; d < D; ++d) acc[g][d] += pj * vv[jj][d];
+        }
+        l[g] = l[g] * corr + psum;
+        m[g] = mx;
       }
-      l[g] = l[g] * corr + psum;
-      m[g] = mx;
     }
+    __syncthreads();  // every warp is done with stage j before it is refilled
+    if (j + kStages < n_tiles) {
+      stage_rows<T, D>(p, stages + (j % kStages) * stage_elems, table, lo + (j + kStages) * S::kEntries, hi, koff);
+    }
+    cp_async_commit();
   }
+  cp_async_wait<0>();  // nothing in flight into the stages the merge below reuses
   // Merge the warps: smem = [warps][G][head_dim] accumulators, then (max, sum) pairs.
   const int hd = p.head_dim;
   float* s_acc = smem;
@@ -344,18 +427,40 @@ HeadsView heads_of(const TensorView& v, int64_t head_dim, int64_t n_head, int64_
   return {reinterpret_cast<float*>(v.data), s, head_dim};
 }
 
+// Dynamic shared memory of attention_kernel<T, D, G>: the stages, or the merge of the warps
+// (accumulators and (max, sum) pairs) that reuses them, whichever is larger.
+template <class T, int D, int G>
+size_t attention_smem(int32_t head_dim) {
+  const size_t stages = size_t(kStages) * 2 * Staging<T, D>::kEntries * stage_pitch(head_dim) * sizeof(T);
+  const size_t merge = size_t(kAttnWarps) * G * (head_dim * sizeof(float) + sizeof(float2));
+  return std::max(stages, merge);
+}
+
+template <class T, int D, int G>
+void launch_attention(CudaContext& ctx, dim3 grid, const AttnParams& p) {
+  // Four blocks an SM (the register limit) need ~4 x 33 KB of shared memory: ask for the largest
+  // carveout once (the default left ~100 KB, three blocks).
+  static const bool carveout = [] {
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<T, D, G>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         int(cudaSharedmemCarveoutMaxShared)));
+    return true;
+  }();
+  (void)carveout;
+  launch(ctx.stream(), attention_kernel<T, D, G>, grid, kAttnWarps * 32, attention_smem<T, D, G>(p.head_dim), p);
+}
+
 // Instantiated: T in {float, __half} x D in {1, 2, 4, 8} (head_dim <= 32, 64, 128, 256) x G in
 // {4, kMaxGroup}.
 template <class T, int G>
-void launch_attention(CudaContext& ctx, dim3 grid, size_t smem, const AttnParams& p, int32_t head_dim) {
+void launch_attention(CudaContext& ctx, dim3 grid, const AttnParams& p, int32_t head_dim) {
   if (head_dim <= 32) {
-    launch(ctx.stream(), attention_kernel<T, 1, G>, grid, kAttnWarps * 32, smem, p);
+    launch_attention<T, 1, G>(ctx, grid, p);
   } else if (head_dim <= 64) {
-    launch(ctx.stream(), attention_kernel<T, 2, G>, grid, kAttnWarps * 32, smem, p);
+    launch_attention<T, 2, G>(ctx, grid, p);
   } else if (head_dim <= 128) {
-    launch(ctx.stream(), attention_kernel<T, 4, G>, grid, kAttnWarps * 32, smem, p);
+    launch_attention<T, 4, G>(ctx, grid, p);
   } else {
-    launch(ctx.stream(), attention_kernel<T, 8, G>, grid, kAttnWarps * 32, smem, p);
+    launch_attention<T, 8, G>(ctx, grid, p);
   }
 }
 
@@ -463,15 +568,14 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
     p.partial_ml = reinterpret_cast<float2*>(buf + n_part * a.head_dim);
     p.arrivals = static_cast<int32_t*>(ctx.zeroed_scratch(ScratchKind::kAttnArrivals, uint64_t(n_tokens) * grid.x * 4));
   }
-  const size_t smem = size_t(kAttnWarps) * group_cap * (a.head_dim * sizeof(float) + sizeof(float2));
   CERA_CHECK_MSG(n_tokens < 65536, "attention: at most 65535 tokens per call");
   if (!ctx.launching()) return;
   if (f16) {
-    group_cap == 4 ? launch_attention<__half, 4>(ctx, grid, smem, p, a.head_dim)
-                   : launch_attention<__half, kMaxGroup>(ctx, grid, smem, p, a.head_dim);
+    group_cap == 4 ? launch_attention<__half, 4>(ctx, grid, p, a.head_dim)
+                   : launch_attention<__half, kMaxGroup>(ctx, grid, p, a.head_dim);
   } else {
-    group_cap == 4 ? launch_attention<float, 4>(ctx, grid, smem, p, a.head_dim)
-                   : launch_attention<float, kMaxGroup>(ctx, grid, smem, p, a.head_dim);
+    group_cap == 4 ? launch_attention<float, 4>(ctx, grid, p, a.head_dim)
+                   : launch_attention<float, kMaxGroup>(ctx, grid, p, a.head_dim);
   }
   CERA_CUDA_LAUNCHED();
   if (n_split > 1 && !p.merge_in_block) {
