@@ -14,8 +14,8 @@ void add_model_options(CLI::App* cmd, ModelOptions& opts) {
   cmd->add_option("-c,--ctx-size", opts.ctx, "context size in tokens (0: the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-b,--batch-size", opts.batch, "prompt tokens per forward pass")->check(CLI::PositiveNumber);
   cmd->add_option("--kv-type", opts.kv_type,
-                  "KV cache element type: f16 (half the memory), f32 or auto (f32: accuracy results and "
-                  "parity tests use it, and on cuda the f16 decode kernel is still the slower one)")
+                  "KV cache element type: f16 (half the memory), f32 or auto (f16 on cuda, where it is the "
+                  "faster one; f32 on the cpu, where the accuracy results are made)")
       ->check(CLI::IsMember({"f16", "f32", "auto"}));
   cmd->add_option("--cpu-activations", opts.cpu_activations,
                   "CPU rounding of activations for quantized weights: int8x2 (two 8-bit terms, default) or "

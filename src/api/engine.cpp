@@ -50,19 +50,18 @@ Result<std::unique_ptr<ops::Backend>> make_backend(const EngineOptions& options)
                                                                              : ops::ActivationPrecision::kInt8x2});
 }
 
-// kAuto is F32 everywhere for now. On the CPU the accuracy claims (docs/quality.md) and the
+// kAuto: F16 on CUDA, F32 on the CPU. On the CPU the accuracy claims (docs/quality.md) and the
 // parity tests against transformers are made with float32 K/V. On the H200 the F16 cache halves
-// the K/V bytes but its decode path is still ~10 % slower than the F32 one at every depth
-// measured (8B Q4_0 tg128 313 vs 346 t/s, at depth 4096 266 vs 293; docs/benchmarks/cuda.md, v4),
-// so F16 is an opt-in for memory (--kv-type f16) until that is fixed; prompt processing is as
-// fast with either.
-DType resolve_kv_type(KvTypeChoice choice) {
+// the K/V bytes and, since the tensor-core decode kernel (src/ops/cuda/attention.cu), is the faster
+// one at every depth (8B Q4_0 tg128 at depth 4096: 436 vs 362 t/s with F32; pp4096 25.5k vs
+// 24.7k; docs/benchmarks/cuda.md, v6), within the parity tests' F16 tolerance.
+DType resolve_kv_type(KvTypeChoice choice, Device device) {
   switch (choice) {
     case KvTypeChoice::kF32: return DType::kF32;
     case KvTypeChoice::kF16: return DType::kF16;
     case KvTypeChoice::kAuto: break;
   }
-  return DType::kF32;
+  return device == Device::kCuda ? DType::kF16 : DType::kF32;
 }
 
 }  // namespace
@@ -72,7 +71,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   std::unique_ptr<Engine> engine(new Engine());
   CERA_ASSIGN_OR_RETURN(engine->file_, format::GgufFile::open(options.model_path));
   CERA_ASSIGN_OR_RETURN(engine->backend_, make_backend(options));
-  engine->kv_type_ = resolve_kv_type(options.kv_type);
+  engine->kv_type_ = resolve_kv_type(options.kv_type, engine->backend_->device());
   auto tok = tokenizer::Tokenizer::from_gguf(engine->file_);
   if (!tok.ok()) return tok.status().with_context(options.model_path.string());
   engine->tokenizer_.emplace(std::move(tok).value());

@@ -1,5 +1,5 @@
 // The KV cache element type (KvCacheConfig::kv_type, --kv-type): F16 caches hold F16 views of half
-// the bytes, other types are refused, auto resolves to F32 on the CPU, and a stories260K session
+// the bytes, other types are refused, auto resolves to F32 on the CPU and F16 on CUDA, and a stories260K session
 // with F16 K/V gives logits close to, but not equal to, the F32 session's (so the type reaches
 // the attention verbs and the only change is the rounding of K/V).
 #include <gtest/gtest.h>
@@ -35,6 +35,14 @@ TEST(KvType, F16CacheHoldsHalfTheBytes) {
   }
   auto bf16 = KvCache::create(engine->model(), {.n_slots = 64, .block_size = 16, .kv_type = DType::kBF16});
   EXPECT_EQ(bf16.status().code(), ErrorCode::kInvalidArgument);
+}
+
+// --device auto picks CUDA where a device is, and auto K/V is F16 there, F32 on the CPU.
+TEST(KvType, AutoFollowsTheBackend) {
+  auto e = api::Engine::load({.model_path = test::stories_gguf(), .device = api::DeviceChoice::kAuto});
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  const bool cuda = (*e)->backend().device() == Device::kCuda;
+  EXPECT_EQ((*e)->kv_type(), cuda ? DType::kF16 : DType::kF32) << (*e)->backend().name();
 }
 
 TEST(KvType, F16SessionLogitsStayCloseToF32) {

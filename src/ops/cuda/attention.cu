@@ -19,9 +19,12 @@
 #include "ops/cuda/attention_prefill.h"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/launch.cuh"
+#include "ops/cuda/mma.cuh"
 
 namespace cera::ops::cuda {
 namespace {
+
+using namespace mma;
 
 constexpr int kAttnWarps = 4;
 constexpr int kMaxGroup = 8;  // query heads per block; larger groups take several chunks
@@ -102,18 +105,6 @@ struct Staging {
 
 // Row pitch in shared memory, elements: head_dim rounded up to 8 (16-byte rows for F16, 32 for F32).
 __host__ __device__ inline int32_t stage_pitch(int32_t head_dim) { return (head_dim + 7) / 8 * 8; }
-
-__device__ __forceinline__ uint32_t smem_addr(const void* ptr) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
-}
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 // Copies the K and V rows of entries e0 .. e0 + kEntries - 1 (clamped to hi: rows past hi are
 // masked by the readers) of this block's kv head into a stage: [kEntries][pitch] of K, then of V.
@@ -202,6 +193,88 @@ __device__ __forceinline__ void load_head(const __half* r, int lane, int head_di
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
+}
+
+// The end of a block of attention_kernel / attention_tc_kernel, once each warp has written its
+// unnormalised accumulators to smem ([kAttnWarps][G][head_dim] floats) and its (max, sum) pairs
+// after them (natural-log domain): merges the warps, stores the result (one split) or this split's
+// partials, and the last live split of the (head group, token) merges the splits.
+template <int G>
+__device__ __forceinline__ void finish_block(const AttnParams& p, const float* smem, int64_t t, int h0, int ng,
+                                             int split, int n_live) {
+  const int hd = p.head_dim, warp = threadIdx.x / 32;
+  const float* s_acc = smem;
+  const float2* s_ml = reinterpret_cast<const float2*>(smem + kAttnWarps * G * hd);
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < ng * hd; idx += blockDim.x) {
+    const int g = idx / hd, i = idx % hd;
+    float mx = -INFINITY;
+    for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, s_ml[w * G + g].x);
+    float sum = 0.0f, a = 0.0f;
+    if (mx > -INFINITY) {
+      for (int w = 0; w < kAttnWarps; ++w) {
+        const float2 ml = s_ml[w * G + g];
+        const float f = __expf(ml.x - mx);
+        sum += ml.y * f;
+        a += s_acc[(w * G + g) * hd + i] * f;
+      }
+    }
+    const int h = h0 + g;
+    if (p.n_split == 1) {
+      p.out.data[t * p.out.token_stride + h * p.out.head_stride + i] = sum > 0.0f ? a / sum : 0.0f;
+    } else {
+      const int64_t pi = (t * p.n_head + h) * p.n_split + split;
+      p.partial_acc[pi * hd + i] = a;
+      if (i == 0) p.partial_ml[pi] = make_float2(mx, sum);
+    }
+  }
+  if (p.n_split == 1 || !p.merge_in_block) return;
+  // The last live split of this (kv head chunk, token) to finish merges them all: one launch a
+  // layer instead of two (a dependent kernel boundary costs a few us in a decode step). Each
+  // block publishes its partials (fence), then counts itself; the block that counts last sees
+  // every other block's partials after its own fence.
+  __shared__ int s_last;
+  __shared__ float s_f[G][kMaxSplits];
+  __shared__ float s_inv[G];
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t* arrived = p.arrivals + t * gridDim.x + blockIdx.x;
+    s_last = atomicAdd(arrived, 1) == n_live - 1;
+    if (s_last) *arrived = 0;  // every live split has counted: ready for the next launch
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  for (int g = warp; g < ng; g += kAttnWarps) {
+    split_weights(p.partial_ml + (t * p.n_head + h0 + g) * p.n_split, n_live, s_f[g], &s_inv[g]);
+  }
+  __syncthreads();
+  // Four elements a thread (one 16-byte load per split, 16 splits in flight): this one block reads
+  // every live split's partials, so its loads must not form a long dependent chain (with one
+  // element a thread and 8 loads in flight, the merge cost 8B 3 % at depth 4096, v5).
+  const int quads = hd % 4 == 0 ? hd / 4 : 0;
+  for (int idx = threadIdx.x; idx < ng * quads; idx += blockDim.x) {
+    const int g = idx / quads, i = (idx % quads) * 4;
+    const float* src = p.partial_acc + (t * p.n_head + h0 + g) * p.n_split * hd + i;
+    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 16
+    for (int s = 0; s < n_live; ++s) {
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + int64_t(s) * hd));
+      const float f = s_f[g][s];
+      a[0] += v.x * f; a[1] += v.y * f; a[2] += v.z * f; a[3] += v.w * f;
+    }
+    float* o = p.out.data + t * p.out.token_stride + (h0 + g) * p.out.head_stride + i;
+    for (int k = 0; k < 4; ++k) o[k] = a[k] * s_inv[g];
+  }
+  for (int idx = threadIdx.x; quads == 0 && idx < ng * hd; idx += blockDim.x) {
+    const int g = idx / hd, i = idx % hd;
+    const float* src = p.partial_acc + (t * p.n_head + h0 + g) * p.n_split * hd + i;
+    float a = 0.0f;
+#pragma unroll 8
+    for (int s = 0; s < n_live; ++s) a += __ldcg(src + int64_t(s) * hd) * s_f[g][s];
+    p.out.data[t * p.out.token_stride + (h0 + g) * p.out.head_stride + i] = a * s_inv[g];
+  }
 }
 
 // T: the cache element (float or __half). D: elements of a head per lane (head_dim <= 32 D).
@@ -320,76 +393,187 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
     }
     if (lane == 0) s_ml[warp * G + g] = make_float2(m[g], l[g]);
   }
-  __syncthreads();
-  for (int idx = threadIdx.x; idx < ng * hd; idx += blockDim.x) {
-    const int g = idx / hd, i = idx % hd;
-    float mx = -INFINITY;
-    for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, s_ml[w * G + g].x);
-    float sum = 0.0f, a = 0.0f;
-    if (mx > -INFINITY) {
-      for (int w = 0; w < kAttnWarps; ++w) {
-        const float2 ml = s_ml[w * G + g];
-        const float f = __expf(ml.x - mx);
-        sum += ml.y * f;
-        a += s_acc[(w * G + g) * hd + i] * f;
+  finish_block<G>(p, smem, t, h0, ng, split, n_live);
+}
+
+// Decode over F16 rows on tensor cores (head_dim 64 or 128): up to 16 query heads of a GQA group
+// are the rows of m16n8k16 products, so S = Q·Kᵀ and O += P·V for 16 cache entries cost a warp
+// 2 x head_dim / 16 + head_dim / 8 mma instructions where the float kernel above spends a warp
+// reduction (5 shuffles) per (head, entry). The block stages 64 entries a stage (16 a warp) by
+// cp.async, two stages ahead; Q·scale and the softmax weights P are rounded to f16, sums are f32,
+// the softmax is online in the log2 domain (as attention_prefill.cu). Decision: the float kernel
+// ran at 25 % (F32 rows) and 13 % (F16 rows) of the DRAM bandwidth at depth 4096 (8B shapes,
+// ncu), issue-bound on its shuffles with 4 warps a scheduler.
+constexpr int kTcRows = 16;     // query heads a block (one m16 tile; rows past the group are zeros)
+constexpr int kTcEntries = 64;  // cache entries a stage: 16 a warp
+constexpr int kTcStages = 2;   // stages in flight (one: 8B at depth 4096 386 vs 389 t/s, 1B 1,433 vs 1,451)
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int HD>
+struct TcGeometry {
+  // Halves a staged row: 16 bytes of padding put the 8 rows an ldmatrix phase reads on distinct banks.
+  static constexpr int kPitch = HD + 8;
+  static constexpr int kStageHalves = 2 * kTcEntries * kPitch;  // K rows, then V rows
+  static constexpr size_t kStageBytes = size_t(kTcStages) * kStageHalves * 2;
+  static constexpr size_t kMergeBytes = size_t(kAttnWarps) * kTcRows * (HD * 4 + 8);
+  static constexpr size_t kSmem = kStageBytes > kMergeBytes ? kStageBytes : kMergeBytes;
+};
+
+// Copies the K and V rows of entries e0 .. e0 + kTcEntries - 1 (clamped to hi) into a stage.
+template <int HD>
+__device__ __forceinline__ void stage_tc(const AttnParams& p, __half* stage, const int32_t* table, int e0, int hi,
+                                         int64_t koff) {
+  using Gm = TcGeometry<HD>;
+  constexpr int kCpr = HD / 8;  // 16-byte chunks a row
+  const __half* cache_k = static_cast<const __half*>(p.k) + koff;
+  const __half* cache_v = static_cast<const __half*>(p.v) + koff;
+  const uint32_t sk = smem_addr(stage), sv = smem_addr(stage + kTcEntries * Gm::kPitch);
+#pragma unroll
+  for (int i = 0; i < kTcEntries * kCpr / (kAttnWarps * 32); ++i) {
+    const int c = threadIdx.x + i * kAttnWarps * 32;
+    const int r = c / kCpr, col = (c % kCpr) * 8;
+    const int e = min(e0 + r, hi);
+    const int64_t slot = int64_t(table[e / p.block_size]) * p.block_size + e % p.block_size;
+    cp_async16(sk + 2 * (r * Gm::kPitch + col), cache_k + slot * p.k_stride + col);
+    cp_async16(sv + 2 * (r * Gm::kPitch + col), cache_v + slot * p.v_stride + col);
+  }
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __grid_constant__ AttnParams p) {
+  using Gm = TcGeometry<HD>;
+  extern __shared__ __align__(16) float smem[];
+  __half* stages = reinterpret_cast<__half*>(smem);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * kTcRows;
+  const int ng = min(kTcRows, p.n_group - g0);
+  const int64_t t = blockIdx.y;
+  const int split = blockIdx.z;
+  // As attention_kernel: positions and tables before the PDL wait, everything else after it.
+  const int32_t pos = p.positions[t];
+  const int32_t* table = p.block_tables + p.table_offset[p.token_seq[t]];
+  const int first = p.window > 0 ? max(0, pos - p.window + 1) : 0;
+  const int split_len = max(p.min_split, (pos + p.n_split) / p.n_split);
+  const int lo = max(first, split * split_len), hi = min(pos, (split + 1) * split_len - 1);
+  const int h0 = kvh * p.n_group + g0;
+  const int n_live = min(p.n_split, pos / split_len + 1);
+  if (p.merge_in_block && split >= n_live) return;
+  pdl_entry();
+
+  const int64_t koff = int64_t(kvh) * HD;
+  const int n_tiles = hi >= lo ? (hi - lo) / kTcEntries + 1 : 0;
+#pragma unroll
+  for (int s = 0; s < kTcStages; ++s) {
+    if (s < n_tiles) stage_tc<HD>(p, stages + s * Gm::kStageHalves, table, lo + s * kTcEntries, hi, koff);
+    cp_async_commit();
+  }
+  // Q fragments (rows: heads g0 + g, g = lane / 4 and + 8; scaled, f16), zeros past the group.
+  const int rg = lane >> 2, cq = 2 * (lane & 3);
+  const float q_scale = p.softcap > 0.0f ? p.scale : p.scale * kLog2e;
+  const float cap_log2 = p.softcap * kLog2e;
+  uint32_t qa[HD / 16][4];
+  {
+    const float* q0 = p.q.data + t * p.q.token_stride + int64_t(h0 + rg) * p.q.head_stride;
+    const float* q8 = q0 + 8 * p.q.head_stride;
+    const bool v0 = rg < ng, v8 = rg + 8 < ng;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      const int c = 16 * kk + cq;
+      qa[kk][0] = v0 ? pack_half2(q0[c] * q_scale, q0[c + 1] * q_scale) : 0u;
+      qa[kk][1] = v8 ? pack_half2(q8[c] * q_scale, q8[c + 1] * q_scale) : 0u;
+      qa[kk][2] = v0 ? pack_half2(q0[c + 8] * q_scale, q0[c + 9] * q_scale) : 0u;
+      qa[kk][3] = v8 ? pack_half2(q8[c + 8] * q_scale, q8[c + 9] * q_scale) : 0u;
+    }
+  }
+  float o[HD / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int n = 0; n < HD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  const int rw = 16 * warp;  // this warp's first row of a stage
+  for (int j = 0; j < n_tiles; ++j) {
+    cp_async_wait<kTcStages - 1>();
+    __syncthreads();
+    const int count = min(kTcEntries, hi - (lo + j * kTcEntries) + 1);
+    if (rw < count) {
+      const uint32_t kb = smem_addr(stages + (j % kTcStages) * Gm::kStageHalves);
+      const uint32_t vb = kb + 2 * kTcEntries * Gm::kPitch;
+      float s[2][4] = {};
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        // Matrices: entries 0-7 d 0-7, 0-7 d 8-15, 8-15 d 0-7, 8-15 d 8-15 of this warp's 16.
+        uint32_t b[4];
+        ldsm_x4(kb + 2 * ((rw + (lane & 7) + ((lane >> 4) << 3)) * Gm::kPitch + (2 * kk + ((lane >> 3) & 1)) * 8), b);
+        mma16816(s[0], qa[kk], b[0], b[1]);
+        mma16816(s[1], qa[kk], b[2], b[3]);
+      }
+      // Element (n, e) of s: head rg (e < 2) or rg + 8, entry rw + 8 n + cq + (e & 1) of the stage.
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (p.softcap > 0.0f) s[n][e] = cap_log2 * tanhf(s[n][e] / p.softcap);
+          if (rw + 8 * n + cq + (e & 1) >= count) s[n][e] = -INFINITY;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = fmaxf(m[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float ref = mx == -INFINITY ? 0.0f : mx;  // a row that has seen nothing yet
+        const float corr = fast_exp2(m[r] - ref);
+        m[r] = mx;
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          s[n][2 * r] = fast_exp2(s[n][2 * r] - ref);
+          s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - ref);
+          sum += s[n][2 * r] + s[n][2 * r + 1];
+        }
+        l[r] = l[r] * corr + sum;  // this thread's columns; the quad is summed at the end
+#pragma unroll
+        for (int n = 0; n < HD / 8; ++n) {
+          o[n][2 * r] *= corr;
+          o[n][2 * r + 1] *= corr;
+        }
+      }
+      // O += P·V: the accumulator layout of s is the A fragment of the 16 entries.
+      const uint32_t a[4] = {pack_half2(s[0][0], s[0][1]), pack_half2(s[0][2], s[0][3]), pack_half2(s[1][0], s[1][1]),
+                             pack_half2(s[1][2], s[1][3])};
+#pragma unroll
+      for (int dn = 0; dn < HD / 16; ++dn) {
+        // Transposed matrices: entries 0-7 d 0-7, entries 8-15 d 0-7, 0-7 d 8-15, 8-15 d 8-15.
+        uint32_t b[4];
+        ldsm_x4_trans(vb + 2 * ((rw + (lane & 7) + (((lane >> 3) & 1) << 3)) * Gm::kPitch + (2 * dn + (lane >> 4)) * 8), b);
+        mma16816(o[2 * dn], a, b[0], b[1]);
+        mma16816(o[2 * dn + 1], a, b[2], b[3]);
       }
     }
-    const int h = h0 + g;
-    if (p.n_split == 1) {
-      p.out.data[t * p.out.token_stride + h * p.out.head_stride + i] = sum > 0.0f ? a / sum : 0.0f;
-    } else {
-      const int64_t pi = (t * p.n_head + h) * p.n_split + split;
-      p.partial_acc[pi * hd + i] = a;
-      if (i == 0) p.partial_ml[pi] = make_float2(mx, sum);
+    __syncthreads();
+    if (j + kTcStages < n_tiles) {
+      stage_tc<HD>(p, stages + (j % kTcStages) * Gm::kStageHalves, table, lo + (j + kTcStages) * kTcEntries, hi, koff);
     }
+    cp_async_commit();
   }
-  if (p.n_split == 1 || !p.merge_in_block) return;
-  // The last live split of this (kv head chunk, token) to finish merges them all: one launch a
-  // layer instead of two (a dependent kernel boundary costs a few us in a decode step). Each
-  // block publishes its partials (fence), then counts itself; the block that counts last sees
-  // every other block's partials after its own fence.
-  __shared__ int s_last;
-  __shared__ float s_f[G][kMaxSplits];
-  __shared__ float s_inv[G];
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int32_t* arrived = p.arrivals + t * gridDim.x + blockIdx.x;
-    s_last = atomicAdd(arrived, 1) == n_live - 1;
-    if (s_last) *arrived = 0;  // every live split has counted: ready for the next launch
-  }
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();
-  for (int g = warp; g < ng; g += kAttnWarps) {
-    split_weights(p.partial_ml + (t * p.n_head + h0 + g) * p.n_split, n_live, s_f[g], &s_inv[g]);
-  }
-  __syncthreads();
-  // Four elements a thread (one 16-byte load per split, 16 splits in flight): this one block reads
-  // every live split's partials, so its loads must not form a long dependent chain (with one
-  // element a thread and 8 loads in flight, the merge cost 8B 3 % at depth 4096, v5).
-  const int quads = hd % 4 == 0 ? hd / 4 : 0;
-  for (int idx = threadIdx.x; idx < ng * quads; idx += blockDim.x) {
-    const int g = idx / quads, i = (idx % quads) * 4;
-    const float* src = p.partial_acc + (t * p.n_head + h0 + g) * p.n_split * hd + i;
-    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 16
-    for (int s = 0; s < n_live; ++s) {
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + int64_t(s) * hd));
-      const float f = s_f[g][s];
-      a[0] += v.x * f; a[1] += v.y * f; a[2] += v.z * f; a[3] += v.w * f;
+  cp_async_wait<0>();
+  // Each warp's accumulators and (max, sum) to shared memory for finish_block (max to the natural log).
+  float* s_acc = smem;
+  float2* s_ml = reinterpret_cast<float2*>(smem + kAttnWarps * kTcRows * HD);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = l[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int g = rg + 8 * r;
+    if (g >= ng) continue;
+#pragma unroll
+    for (int n = 0; n < HD / 8; ++n) {
+      s_acc[(warp * kTcRows + g) * HD + 8 * n + cq] = o[n][2 * r];
+      s_acc[(warp * kTcRows + g) * HD + 8 * n + cq + 1] = o[n][2 * r + 1];
     }
-    float* o = p.out.data + t * p.out.token_stride + (h0 + g) * p.out.head_stride + i;
-    for (int k = 0; k < 4; ++k) o[k] = a[k] * s_inv[g];
+    if ((lane & 3) == 0) s_ml[warp * kTcRows + g] = make_float2(m[r] * kLn2, sum);
   }
-  for (int idx = threadIdx.x; quads == 0 && idx < ng * hd; idx += blockDim.x) {
-    const int g = idx / hd, i = idx % hd;
-    const float* src = p.partial_acc + (t * p.n_head + h0 + g) * p.n_split * hd + i;
-    float a = 0.0f;
-#pragma unroll 8
-    for (int s = 0; s < n_live; ++s) a += __ldcg(src + int64_t(s) * hd) * s_f[g][s];
-    p.out.data[t * p.out.token_stride + (h0 + g) * p.out.head_stride + i] = a * s_inv[g];
-  }
+  finish_block<kTcRows>(p, smem, t, h0, ng, split, n_live);
 }
 
 // One block per (head, token): merges the n_split partial softmax results. The splits' (max,
@@ -447,6 +631,21 @@ void launch_attention(CudaContext& ctx, dim3 grid, const AttnParams& p) {
   }();
   (void)carveout;
   launch(ctx.stream(), attention_kernel<T, D, G>, grid, kAttnWarps * 32, attention_smem<T, D, G>(p.head_dim), p);
+}
+
+template <int HD>
+void launch_attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p) {
+  using Gm = TcGeometry<HD>;
+  static const bool raised = [] {  // over 48 KB of dynamic shared memory, three blocks an SM
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(Gm::kSmem)));
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD>,
+                                         cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         int(cudaSharedmemCarveoutMaxShared)));
+    return true;
+  }();
+  (void)raised;
+  launch(ctx.stream(), attention_tc_kernel<HD>, grid, kAttnWarps * 32, Gm::kSmem, p);
 }
 
 // Instantiated: T in {float, __half} x D in {1, 2, 4, 8} (head_dim <= 32, 64, 128, 256) x G in
@@ -520,7 +719,16 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.head_dim = a.head_dim;
   p.n_head = a.n_head;
   p.n_group = a.n_head / a.n_head_kv;
-  const int group_cap = p.n_group <= 4 ? 4 : kMaxGroup;  // the kernel's G
+  // F16 rows of head_dim 64 or 128 take the tensor-core kernel; CERA_CUDA_ATTN_TC=0 keeps them on
+  // the float kernel (an A/B switch).
+  static const bool tc_on = [] {
+    const char* e = std::getenv("CERA_CUDA_ATTN_TC");
+    return e == nullptr || std::atoi(e) != 0;
+  }();
+  const bool tc = f16 && tc_on && (a.head_dim == 64 || a.head_dim == 128) && layer.k.stride() % 16 == 0 &&
+                  layer.v.stride() % 16 == 0 && reinterpret_cast<uintptr_t>(p.k) % 16 == 0 &&
+                  reinterpret_cast<uintptr_t>(p.v) % 16 == 0;
+  const int group_cap = tc ? kTcRows : p.n_group <= 4 ? 4 : kMaxGroup;  // the kernel's G
   p.n_chunks = (p.n_group + group_cap - 1) / group_cap;
   p.window = a.sliding_window;
   p.scale = a.scale;
@@ -536,7 +744,9 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
     const int v = e != nullptr ? std::atoi(e) : 0;
     return int64_t(v >= 1 && v <= 8 ? v : 0);
   }();
-  const int64_t fill = fill_env > 0 ? fill_env : 4;
+  // The tensor-core kernel (3 blocks an SM, 64-entry stages) runs best at 2: 8B Q4_0 F16 at depth
+  // 4096 436 t/s against 389 at 4 and 435 at 1; 1B 1,567 against 1,451 and 1,523 (same call).
+  const int64_t fill = fill_env > 0 ? fill_env : tc ? 2 : 4;
   const int64_t units = int64_t(a.n_head_kv) * p.n_chunks * n_tokens;
   int64_t n_split = 1;
   if (units < fill * ctx.sm_count()) {
@@ -570,7 +780,9 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   }
   CERA_CHECK_MSG(n_tokens < 65536, "attention: at most 65535 tokens per call");
   if (!ctx.launching()) return;
-  if (f16) {
+  if (tc) {
+    a.head_dim == 64 ? launch_attention_tc<64>(ctx, grid, p) : launch_attention_tc<128>(ctx, grid, p);
+  } else if (f16) {
     group_cap == 4 ? launch_attention<__half, 4>(ctx, grid, p, a.head_dim)
                    : launch_attention<__half, kMaxGroup>(ctx, grid, p, a.head_dim);
   } else {
