@@ -47,19 +47,26 @@ struct RopeMath {
   float freq_base, freq_scale;
   bool neox;
 };
+// The (cos, sin) of pair i at position pos.
+__device__ __forceinline__ float2 rope_angle(const RopeMath& r, int i, int32_t pos) {
+  double theta = double(pos) * r.freq_scale * pow(double(r.freq_base), -2.0 * double(i) / r.n_rot);
+  if (r.freq_factors != nullptr) theta /= r.freq_factors[i];
+  return make_float2(float(cos(theta)), float(sin(theta)));
+}
+
+// Rotates pair i of one head by the angle cs = rope_angle(r, i, pos).
+template <class T>
+__device__ __forceinline__ void rope_pair(const RopeMath& r, T* x, int i, float2 cs) {
+  const int stride = r.neox ? 1 : 2, partner = r.neox ? r.n_rot / 2 : 1;
+  T* a = x + i * stride;
+  const float x0 = to_float(a[0]), x1 = to_float(a[partner]);
+  a[0] = from_float<T>(x0 * cs.x - x1 * cs.y);
+  a[partner] = from_float<T>(x0 * cs.y + x1 * cs.x);
+}
+
 template <class T>
 __device__ __forceinline__ void rope_head(const RopeMath& r, T* x, int32_t pos) {
-  const int half = r.n_rot / 2;
-  const int stride = r.neox ? 1 : 2, partner = r.neox ? half : 1;
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    double theta = double(pos) * r.freq_scale * pow(double(r.freq_base), -2.0 * double(i) / r.n_rot);
-    if (r.freq_factors != nullptr) theta /= r.freq_factors[i];
-    const float c = float(cos(theta)), s = float(sin(theta));
-    T* a = x + i * stride;
-    const float x0 = to_float(a[0]), x1 = to_float(a[partner]);
-    a[0] = from_float<T>(x0 * c - x1 * s);
-    a[partner] = from_float<T>(x0 * s + x1 * c);
-  }
+  for (int i = threadIdx.x; i < r.n_rot / 2; i += blockDim.x) rope_pair(r, x, i, rope_angle(r, i, pos));
 }
 
 }  // namespace cera::ops::cuda

@@ -43,7 +43,7 @@ void* CudaContext::scratch(ScratchKind kind, uint64_t bytes) {
   if (bytes > scratch_bytes_[k]) {
     CERA_CHECK_MSG(mode_ != OpMode::kCapture, "cuda: scratch must not grow during graph capture");
     ++scratch_epoch_;
-    if (k == size_t(ScratchKind::kActQ8)) act_cache_ = {};
+    if (k == size_t(ScratchKind::kActQ8) || k == size_t(ScratchKind::kGemmX)) act_cache_ = {};
     CERA_CUDA_CHECK(cudaFree(scratch_[k]));
     scratch_[k] = nullptr;
     const uint64_t grown = std::max<uint64_t>(bytes, scratch_bytes_[k] + scratch_bytes_[k] / 4);

@@ -57,9 +57,13 @@ enum class ScratchKind : uint8_t {
 // kCapture every host array handed to an op entry lies in the pinned graph staging arena.
 enum class OpMode : uint8_t { kEager, kRecord, kCapture };
 
-// The 8-bit activations last quantized into kActQ8 scratch (gemv.cu), reused by the next matmul
-// on the same input: Q/K/V and gate/up read one quantization instead of three/two. Any verb other
-// than a matmul invalidates it (graph.cu), as does a matmul whose output overlaps the input.
+// The activations last converted for a matmul, reused by the next matmul on the same input: Q/K/V
+// and gate/up read one conversion instead of three/two. act_block 32 or 256: 8-bit blocks in kActQ8
+// scratch (gemv.cu); kActF16 / kActBf16: the f16 / bf16 copy in kGemmX scratch (the prompt GEMM,
+// matmul.cu). Any verb other than a matmul invalidates it (graph.cu), as does a matmul whose output
+// overlaps the input or scratch that grows.
+inline constexpr int64_t kActF16 = -1;
+inline constexpr int64_t kActBf16 = -2;
 struct QuantActCache {
   const void* x = nullptr;  // null: nothing valid
   int64_t x_stride = 0, n_in = 0, n_tokens = 0, act_block = 0;

@@ -293,6 +293,7 @@ void gemm_q(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
   CERA_CHECK_MSG(n_out < (int64_t{1} << 31) && k_pad < (int64_t{1} << 31) && m_pad / kBM < (int64_t{1} << 31),
                  "gemm_q: dimensions too large");
   auto* xh = static_cast<uint4*>(ctx.scratch(ScratchKind::kGemmX, uint64_t(m_pad * k_pad) * 2));
+  ctx.act_cache() = {};  // the padded copy below replaces whatever kGemmX held
   if (!ctx.launching()) return;
   ConvertXParams cp{reinterpret_cast<const float*>(x.data), x.stride() / 4, xh, n_in, m_pad * k_pad / 8,
                     int(n_tokens), int(k_pad)};

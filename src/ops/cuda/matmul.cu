@@ -13,6 +13,7 @@
 
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/dequant_ahead.h"
+#include "ops/cuda/gemm_q.cuh"
 #include "ops/cuda/gemm_q.h"
 #include "ops/cuda/quant_units.cuh"
 #include "ops/cuda/launch.cuh"
@@ -27,19 +28,35 @@ struct DequantParams {
   int64_t n_chunks;
 };
 
+// Each thread loads the raw bytes of kDequantChunks chunks (strided by the block size) before it
+// decodes any, with gemm_q's decoders (GemmChunk, gemm_q.cuh: straight to f16 pairs), and
+// stores each chunk's 64 bytes. Decision: with one chunk a thread (one 16-byte load in flight) the
+// 8B gate/up copy took 78.5 us (1.9 TB/s, ncu) and the copies ~9.7 ms of a 28 ms pp512; staging
+// the stores through shared memory for 512-byte warp stores was slower still (93.5 us).
+constexpr int kDequantThreads = 128;
+constexpr int kDequantChunks = 4;
+
 template <DType T>
-__global__ void dequant_f16_kernel(const __grid_constant__ DequantParams p) {
+__global__ void __launch_bounds__(kDequantThreads) dequant_f16_kernel(const __grid_constant__ DequantParams p) {
   pdl_entry();
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= p.n_chunks) return;
-  const int64_t row = c / p.chunks_per_row, j = c % p.chunks_per_row;
-  float v[32];
-  dequant32<T>(p.w, row, j, v);
-  uint4* dst = reinterpret_cast<uint4*>(p.out + c * 32);
-  for (int k = 0; k < 4; ++k) {
-    __half2 h[4];
-    for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[8 * k + 2 * i], v[8 * k + 2 * i + 1]);
-    dst[k] = *reinterpret_cast<const uint4*>(h);
+  using C = qgemm::GemmChunk<T>;
+  const int64_t first = int64_t(blockIdx.x) * kDequantThreads * kDequantChunks + threadIdx.x;
+  const int64_t n_in = p.chunks_per_row * 32;
+  typename C::Raw raw[kDequantChunks];
+#pragma unroll
+  for (int k = 0; k < kDequantChunks; ++k) {
+    const int64_t c = first + int64_t(k) * kDequantThreads;
+    if (c < p.n_chunks) raw[k] = C::load(p.w, c / p.chunks_per_row, c % p.chunks_per_row, n_in);
+  }
+#pragma unroll
+  for (int k = 0; k < kDequantChunks; ++k) {
+    const int64_t c = first + int64_t(k) * kDequantThreads;
+    if (c >= p.n_chunks) break;
+    uint32_t h[16];
+    C::decode(raw[k], h);
+    uint4* dst = reinterpret_cast<uint4*>(p.out + c * 32);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) dst[i] = make_uint4(h[4 * i], h[4 * i + 1], h[4 * i + 2], h[4 * i + 3]);
   }
 }
 
@@ -50,7 +67,8 @@ DequantKernel dequant_kernel(DType t);
 void dequantize_f16(cudaStream_t stream, const TensorView& weight, __half* out) {
   const int64_t n_in = weight.cols(), n_out = weight.rows();
   DequantParams dp{qweight_of(weight.dtype, weight.data, n_in, n_out, 0), out, n_in / 32, n_out * (n_in / 32)};
-  launch(stream, dequant_kernel(weight.dtype), ceil_div(dp.n_chunks, 128), 128, 0, dp);
+  launch(stream, dequant_kernel(weight.dtype), ceil_div(dp.n_chunks, kDequantThreads * kDequantChunks),
+         kDequantThreads, 0, dp);
   CERA_CUDA_LAUNCHED();
 }
 
@@ -75,18 +93,30 @@ struct ConvertParams {
   int64_t n_in;
   int64_t n;         // n_in * n_tokens
   bool bf16;
+  bool vec4;         // n_in and x_stride multiples of 4, x 16-byte aligned: 4 elements a thread
 };
 
+__device__ __forceinline__ uint16_t to_bits(float v, bool bf16) {
+  return bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : __half_as_ushort(__float2half_rn(v));
+}
+
+// Four elements a thread where rows allow (one 16-byte load, one 8-byte store): the scalar form
+// moved 1.0 TB/s (8B Q/K/V input, 11.7 us, ncu).
 __global__ void convert_x_kernel(const __grid_constant__ ConvertParams p) {
   pdl_entry();
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= p.n) return;
-  const float v = p.x[(i / p.n_in) * p.x_stride + i % p.n_in];
-  if (p.bf16) {
-    static_cast<__nv_bfloat16*>(p.out)[i] = __float2bfloat16_rn(v);
-  } else {
-    static_cast<__half*>(p.out)[i] = __float2half_rn(v);
+  const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  auto* out = static_cast<uint16_t*>(p.out);
+  if (p.vec4) {
+    const int64_t i = 4 * t;
+    if (i >= p.n) return;
+    const float4 v = *reinterpret_cast<const float4*>(p.x + (i / p.n_in) * p.x_stride + i % p.n_in);
+    const uint2 packed = make_uint2(uint32_t(to_bits(v.x, p.bf16)) | uint32_t(to_bits(v.y, p.bf16)) << 16,
+                                    uint32_t(to_bits(v.z, p.bf16)) | uint32_t(to_bits(v.w, p.bf16)) << 16);
+    *reinterpret_cast<uint2*>(out + i) = packed;
+    return;
   }
+  if (t >= p.n) return;
+  out[t] = to_bits(p.x[(t / p.n_in) * p.x_stride + t % p.n_in], p.bf16);
 }
 
 struct BiasParams {
@@ -145,9 +175,16 @@ void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
   } else {
     const bool bf16 = weight.dtype == DType::kBF16;
     void* xh = ctx.scratch(ScratchKind::kGemmX, uint64_t(n_in * n_tokens) * 2);
-    ConvertParams cp{reinterpret_cast<const float*>(x.data), x.stride() / 4, xh, n_in, n_in * n_tokens, bf16};
-    launch(ctx.stream(), convert_x_kernel, ceil_div(cp.n, 256), 256, 0, cp);
-    CERA_CUDA_LAUNCHED();
+    // Q/K/V (gate/up) convert their shared input once, as the GEMV quantizes it once (gemv.cu).
+    const int64_t kind = bf16 ? kActBf16 : kActF16;
+    QuantActCache& cache = ctx.act_cache();
+    if (!cache.matches(x.data, x.stride(), n_in, n_tokens, kind)) {
+      ConvertParams cp{reinterpret_cast<const float*>(x.data), x.stride() / 4, xh, n_in, n_in * n_tokens, bf16,
+                       n_in % 4 == 0 && x.stride() % 16 == 0 && reinterpret_cast<uintptr_t>(x.data) % 16 == 0};
+      launch(ctx.stream(), convert_x_kernel, ceil_div(cp.vec4 ? cp.n / 4 : cp.n, 256), 256, 0, cp);
+      CERA_CUDA_LAUNCHED();
+      cache = {x.data, x.stride(), n_in, n_tokens, kind};
+    }
     const void* wh = weight.data;
     int lda = int(weight.stride() / 2);
     const bool quantized = dtype_block_size(weight.dtype) != 1;

@@ -30,15 +30,21 @@ struct RopeKernelParams {
   RopeKind kind;
 };
 
+// One block per token: each thread computes the angles of its pairs once (double pow, cos, sin)
+// and rotates them in every head of the token. Decision: one block per (token, head) recomputed
+// the angles per head: the 8B prompt's Q rope (512 tokens x 32 heads) took 22.7 us (ncu).
 template <class T>  // float or __half
 __global__ void rope_kernel(const __grid_constant__ RopeKernelParams p) {
   pdl_entry();
-  const int64_t unit = blockIdx.x;
-  const int64_t t = unit / p.n_heads, h = unit % p.n_heads;
+  const int64_t t = blockIdx.x;
   const int64_t row = p.slots != nullptr ? p.slots[t] : t;
-  T* x = static_cast<T*>(p.base) + row * p.token_stride + h * p.head_stride;
+  T* x = static_cast<T*>(p.base) + row * p.token_stride;
   const int32_t pos = p.positions != nullptr ? p.positions[t] : p.delta;
-  rope_head({p.freq_factors, p.n_rot, p.freq_base, p.freq_scale, p.kind == RopeKind::kNeox}, x, pos);
+  const RopeMath r{p.freq_factors, p.n_rot, p.freq_base, p.freq_scale, p.kind == RopeKind::kNeox};
+  for (int i = threadIdx.x; i < p.n_rot / 2; i += blockDim.x) {
+    const float2 cs = rope_angle(r, i, pos);
+    for (int64_t h = 0; h < p.n_heads; ++h) rope_pair(r, x + h * p.head_stride, i, cs);
+  }
 }
 
 void launch_rope(CudaContext& ctx, RopeKernelParams p, const RopeParams& rp, bool f16 = false) {
@@ -50,12 +56,13 @@ void launch_rope(CudaContext& ctx, RopeKernelParams p, const RopeParams& rp, boo
   p.freq_factors = rp.freq_factors != nullptr ? ctx.device_array(std::span(rp.freq_factors, size_t(rp.n_rot / 2)))
                                               : nullptr;
   if (p.n_units == 0 || !ctx.launching()) return;
-  CERA_CHECK(p.n_units < (int64_t{1} << 31));
+  const int64_t n_tokens = p.n_units / p.n_heads;
+  CERA_CHECK(n_tokens < (int64_t{1} << 31));
   const unsigned threads = rp.n_rot / 2 >= 64 ? 64 : 32;
   if (f16) {
-    launch(ctx.stream(), rope_kernel<__half>, unsigned(p.n_units), threads, 0, p);
+    launch(ctx.stream(), rope_kernel<__half>, unsigned(n_tokens), threads, 0, p);
   } else {
-    launch(ctx.stream(), rope_kernel<float>, unsigned(p.n_units), threads, 0, p);
+    launch(ctx.stream(), rope_kernel<float>, unsigned(n_tokens), threads, 0, p);
   }
   CERA_CUDA_LAUNCHED();
 }
