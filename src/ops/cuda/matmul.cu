@@ -29,10 +29,11 @@ struct DequantParams {
 };
 
 // Each thread loads the raw bytes of kDequantChunks chunks (strided by the block size) before it
-// decodes any, with gemm_q's decoders (GemmChunk, gemm_q.cuh: straight to f16 pairs), and
-// stores each chunk's 64 bytes. Decision: with one chunk a thread (one 16-byte load in flight) the
-// 8B gate/up copy took 78.5 us (1.9 TB/s, ncu) and the copies ~9.7 ms of a 28 ms pp512; staging
-// the stores through shared memory for 512-byte warp stores was slower still (93.5 us).
+// decodes any, with gemm_q's decoders (GemmChunk, gemm_q.cuh: straight to f16 pairs); the block's
+// chunks (32 KB of f16, contiguous in the output) go out through shared memory, so that each
+// store instruction of a warp writes 512 contiguous bytes. Decision: with one chunk a thread (one
+// 16-byte load in flight) and each thread storing its own 64 bytes, the 8B gate/up copy took
+// 78.5 us (1.9 TB/s, ncu) and the copies ~9.7 ms of a 28 ms pp512.
 constexpr int kDequantThreads = 128;
 constexpr int kDequantChunks = 4;
 
@@ -40,24 +41,32 @@ template <DType T>
 __global__ void __launch_bounds__(kDequantThreads) dequant_f16_kernel(const __grid_constant__ DequantParams p) {
   pdl_entry();
   using C = qgemm::GemmChunk<T>;
-  const int64_t first = int64_t(blockIdx.x) * kDequantThreads * kDequantChunks + threadIdx.x;
+  __shared__ uint4 tile[kDequantThreads * kDequantChunks * 4];
+  const int64_t c0 = int64_t(blockIdx.x) * kDequantThreads * kDequantChunks;
   const int64_t n_in = p.chunks_per_row * 32;
   typename C::Raw raw[kDequantChunks];
 #pragma unroll
   for (int k = 0; k < kDequantChunks; ++k) {
-    const int64_t c = first + int64_t(k) * kDequantThreads;
+    const int64_t c = c0 + threadIdx.x + k * kDequantThreads;
     if (c < p.n_chunks) raw[k] = C::load(p.w, c / p.chunks_per_row, c % p.chunks_per_row, n_in);
   }
 #pragma unroll
   for (int k = 0; k < kDequantChunks; ++k) {
-    const int64_t c = first + int64_t(k) * kDequantThreads;
-    if (c >= p.n_chunks) break;
+    const int local = threadIdx.x + k * kDequantThreads;
+    if (c0 + local >= p.n_chunks) break;
     uint32_t h[16];
     C::decode(raw[k], h);
-    uint4* dst = reinterpret_cast<uint4*>(p.out + c * 32);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) dst[i] = make_uint4(h[4 * i], h[4 * i + 1], h[4 * i + 2], h[4 * i + 3]);
+    for (int i = 0; i < 4; ++i) {
+      const int q = (i + threadIdx.x) & 3;  // rotated: fewer threads of a phase on one bank group
+      tile[local * 4 + q] = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
+    }
   }
+  __syncthreads();
+  const int64_t left = p.n_chunks - c0;
+  const int n16 = int(left < kDequantThreads * kDequantChunks ? left : kDequantThreads * kDequantChunks) * 4;
+  uint4* dst = reinterpret_cast<uint4*>(p.out + c0 * 32);
+  for (int i = threadIdx.x; i < n16; i += kDequantThreads) dst[i] = tile[i];
 }
 
 using DequantKernel = void (*)(DequantParams);
