@@ -61,38 +61,49 @@ for s in $sections; do
   models)
     "$CERA" convert --llama2c "$MODELS/stories260K.bin" --tokenizer "$MODELS/tok512.bin" \
       -o "$SYNTH_DIR/stories260K.gguf" >"$OUT/convert.log" 2>&1
+    # The reference is llama2.c's float32 run: F32 K/V on both backends (CUDA's default is F16).
     for dev in cuda cpu; do
-      "$CERA" run -m "$SYNTH_DIR/stories260K.gguf" --device $dev -p "" -n 256 --temp 0 \
+      "$CERA" run -m "$SYNTH_DIR/stories260K.gguf" --device $dev --kv-type f32 -p "" -n 256 --temp 0 \
         >"$OUT/stories-$dev.txt" 2>"$OUT/stories-$dev.err"
     done
     run "stories260K greedy 256, cuda == reference" stories-cmp.log \
       cmp "$OUT/stories-cuda.txt" "$MODELS/stories260K.greedy-256.txt"
     run "stories260K greedy 256, cpu == reference" stories-cmp-cpu.log \
       cmp "$OUT/stories-cpu.txt" "$MODELS/stories260K.greedy-256.txt"
+    "$CERA" run -m "$SYNTH_DIR/stories260K.gguf" --device cuda -p "" -n 256 --temp 0 >"$OUT/stories-cuda-default.txt" 2>/dev/null
+    run "stories260K greedy 256, cuda with its default (F16) K/V == reference" stories-cmp-f16.log \
+      cmp "$OUT/stories-cuda-default.txt" "$MODELS/stories260K.greedy-256.txt"
     smol=$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf
     if [ -f "$smol" ]; then
       q="The capital of France is"
-      # 64 greedy tokens (past end-of-generation) with each backend's defaults (F32 KV on both;
-      # activations: one 8-bit term in the CUDA GEMV, two on the CPU), then with the CPU rounding
+      # 64 greedy tokens (past end-of-generation) on each backend with the same KV cache type:
+      # F32 (the parity setting; the CPU's default) and F16 (CUDA's default). Activations: one
+      # 8-bit term in the CUDA GEMV, two on the CPU by default; then with the CPU rounding
       # activations like the GEMV (reported: near ties may go either way).
-      for dev in cuda cpu; do
-        "$CERA" run -m "$smol" --device $dev -p "$q" -n 64 --temp 0 --ignore-eos >"$OUT/smol-$dev.txt" 2>"$OUT/smol-$dev.err"
+      for kv in f32 f16; do
+        for dev in cuda cpu; do
+          "$CERA" run -m "$smol" --device $dev --kv-type $kv -p "$q" -n 64 --temp 0 --ignore-eos \
+            >"$OUT/smol-$dev-$kv.txt" 2>"$OUT/smol-$dev-$kv.err"
+        done
+        run "SmolLM2 Q4_1 greedy 64 (ignore eos), kv $kv, cuda == cpu" smol-cmp-$kv.log \
+          cmp "$OUT/smol-cuda-$kv.txt" "$OUT/smol-cpu-$kv.txt"
       done
-      run "SmolLM2 Q4_1 greedy 64 (ignore eos), cuda == cpu" smol-cmp.log cmp "$OUT/smol-cuda.txt" "$OUT/smol-cpu.txt"
-      "$CERA" run -m "$smol" --device cpu --cpu-activations int8 -p "$q" -n 64 --temp 0 --ignore-eos \
+      "$CERA" run -m "$smol" --device cpu --kv-type f32 --cpu-activations int8 -p "$q" -n 64 --temp 0 --ignore-eos \
         >"$OUT/smol-cpu-int8.txt" 2>"$OUT/smol-cpu-int8.err"
-      run "SmolLM2 Q4_1 greedy 64, cuda == cpu with int8 activations" smol-cmp-int8.log \
-        cmp "$OUT/smol-cuda.txt" "$OUT/smol-cpu-int8.txt"
-      head -c 400 "$OUT/smol-cuda.txt" "$OUT/smol-cpu.txt" "$OUT/smol-cpu-int8.txt"
+      run "SmolLM2 Q4_1 greedy 64, kv f32, cuda == cpu with int8 activations" smol-cmp-int8.log \
+        cmp "$OUT/smol-cuda-f32.txt" "$OUT/smol-cpu-int8.txt"
+      head -c 400 "$OUT/smol-cuda-f16.txt" "$OUT/smol-cpu-f32.txt" "$OUT/smol-cpu-int8.txt"
       # A long prompt goes through the prefill (f16 tensor-core) paths as one chunk.
       prompt=$(printf 'Once upon a time, in a small village by the sea, there lived an old fisherman. %.0s' {1..8})
-      for dev in cuda cpu; do
-        "$CERA" run -m "$smol" --device $dev -p "$prompt" -n 32 --temp 0 --ignore-eos \
-          >"$OUT/smol-long-$dev.txt" 2>"$OUT/smol-long-$dev.err"
+      for kv in f32 f16; do
+        for dev in cuda cpu; do
+          "$CERA" run -m "$smol" --device $dev --kv-type $kv -p "$prompt" -n 32 --temp 0 --ignore-eos \
+            >"$OUT/smol-long-$dev-$kv.txt" 2>"$OUT/smol-long-$dev-$kv.err"
+        done
+        run "SmolLM2 Q4_1 long prompt + 32, kv $kv, cuda == cpu" smol-long-cmp-$kv.log \
+          cmp "$OUT/smol-long-cuda-$kv.txt" "$OUT/smol-long-cpu-$kv.txt"
       done
-      run "SmolLM2 Q4_1 long prompt + 32, cuda == cpu" smol-long-cmp.log \
-        cmp "$OUT/smol-long-cuda.txt" "$OUT/smol-long-cpu.txt"
-      grep -h "tokens/s" "$OUT/smol-cuda.err" "$OUT/smol-cpu.err" | tee -a "$OUT/speeds.txt"
+      grep -h "tokens/s" "$OUT/smol-cuda-f16.err" "$OUT/smol-cpu-f32.err" | tee -a "$OUT/speeds.txt"
     fi
     ;;
   eager)

@@ -61,6 +61,37 @@ struct AttnParams {
   int32_t min_split;   // kMinSplitLen unless CERA_CUDA_ATTN_MINSPLIT sets it (A/B runs)
 };
 
+// Split `split` of token t: its cache entries lo .. hi (none when lo > hi), from the token's block
+// table, and how many splits start at or before the token's position (the merge reads those). The
+// split length depends on the position only, so every block of the token agrees on it.
+struct SplitRange {
+  const int32_t* table;
+  int lo, hi, n_live;
+};
+__device__ __forceinline__ SplitRange split_range(const AttnParams& p, int64_t t, int split) {
+  const int32_t pos = p.positions[t];
+  const int first = p.window > 0 ? max(0, pos - p.window + 1) : 0;
+  const int split_len = max(p.min_split, (pos + p.n_split) / p.n_split);  // ceil((pos + 1) / n_split)
+  return {p.block_tables + p.table_offset[p.token_seq[t]], max(first, split * split_len),
+          min(pos, (split + 1) * split_len - 1), min(p.n_split, pos / split_len + 1)};
+}
+
+// What a block of the split grid works on: blockIdx = (kv head x group chunk of G heads, token,
+// split); heads h0 .. h0 + ng - 1 of kv head kvh, and its split's range.
+struct BlockWork {
+  int kvh, ng, h0, split, lo, hi, n_live;
+  int64_t t;
+  const int32_t* table;
+};
+template <int G>
+__device__ __forceinline__ BlockWork block_work(const AttnParams& p) {
+  const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * G;
+  const int64_t t = blockIdx.y;
+  const int split = blockIdx.z;
+  const SplitRange r = split_range(p, t, split);
+  return {kvh, min(G, p.n_group - g0), kvh * p.n_group + g0, split, r.lo, r.hi, r.n_live, t, r.table};
+}
+
 // The weights of n_live splits' partial results (max, sum) at ml: s_f[s] = exp(max_s - max) and
 // the inverse of the merged sum. One warp; the expressions of the merge are those of
 // attention_merge_kernel and the in-block merge alike, so both give the same bits.
@@ -290,20 +321,13 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   extern __shared__ __align__(16) float smem[];
   T* stages = reinterpret_cast<T*>(smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * G;
-  const int ng = min(G, p.n_group - g0);
-  const int64_t t = blockIdx.y;
-  const int split = blockIdx.z;
   // Positions and block tables are copied to the device before the step's first kernel (no
   // kernel writes them), so they are read before the PDL wait; the cache rows, q and the partial
   // results are read and written after it.
-  const int32_t pos = p.positions[t];
-  const int32_t* table = p.block_tables + p.table_offset[p.token_seq[t]];
-  const int first = p.window > 0 ? max(0, pos - p.window + 1) : 0;
-  const int split_len = max(p.min_split, (pos + p.n_split) / p.n_split);  // ceil((pos + 1) / n_split)
-  const int lo = max(first, split * split_len), hi = min(pos, (split + 1) * split_len - 1);
-  const int h0 = kvh * p.n_group + g0;
-  const int n_live = min(p.n_split, pos / split_len + 1);  // splits that start at or before pos
+  const BlockWork w = block_work<G>(p);
+  const int kvh = w.kvh, ng = w.ng, h0 = w.h0, split = w.split, lo = w.lo, hi = w.hi, n_live = w.n_live;
+  const int64_t t = w.t;
+  const int32_t* table = w.table;
   if (p.merge_in_block && split >= n_live) return;  // holds nothing; the merge reads n_live splits
   pdl_entry();
 
@@ -446,18 +470,11 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   extern __shared__ __align__(16) float smem[];
   __half* stages = reinterpret_cast<__half*>(smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int kvh = blockIdx.x / p.n_chunks, g0 = (blockIdx.x % p.n_chunks) * kTcRows;
-  const int ng = min(kTcRows, p.n_group - g0);
-  const int64_t t = blockIdx.y;
-  const int split = blockIdx.z;
   // As attention_kernel: positions and tables before the PDL wait, everything else after it.
-  const int32_t pos = p.positions[t];
-  const int32_t* table = p.block_tables + p.table_offset[p.token_seq[t]];
-  const int first = p.window > 0 ? max(0, pos - p.window + 1) : 0;
-  const int split_len = max(p.min_split, (pos + p.n_split) / p.n_split);
-  const int lo = max(first, split * split_len), hi = min(pos, (split + 1) * split_len - 1);
-  const int h0 = kvh * p.n_group + g0;
-  const int n_live = min(p.n_split, pos / split_len + 1);
+  const BlockWork w = block_work<kTcRows>(p);
+  const int kvh = w.kvh, ng = w.ng, h0 = w.h0, split = w.split, lo = w.lo, hi = w.hi, n_live = w.n_live;
+  const int64_t t = w.t;
+  const int32_t* table = w.table;
   if (p.merge_in_block && split >= n_live) return;
   pdl_entry();
 
@@ -515,28 +532,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
           if (rw + 8 * n + cq + (e & 1) >= count) s[n][e] = -INFINITY;
         }
       }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = fmaxf(m[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float ref = mx == -INFINITY ? 0.0f : mx;  // a row that has seen nothing yet
-        const float corr = fast_exp2(m[r] - ref);
-        m[r] = mx;
-        float sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < 2; ++n) {
-          s[n][2 * r] = fast_exp2(s[n][2 * r] - ref);
-          s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - ref);
-          sum += s[n][2 * r] + s[n][2 * r + 1];
-        }
-        l[r] = l[r] * corr + sum;  // this thread's columns; the quad is summed at the end
-#pragma unroll
-        for (int n = 0; n < HD / 8; ++n) {
-          o[n][2 * r] *= corr;
-          o[n][2 * r + 1] *= corr;
-        }
-      }
+      online_softmax(s, m, l, o);
       // O += P·V: the accumulator layout of s is the A fragment of the 16 entries.
       const uint32_t a[4] = {pack_half2(s[0][0], s[0][1]), pack_half2(s[0][2], s[0][3]), pack_half2(s[1][0], s[1][1]),
                              pack_half2(s[1][2], s[1][3])};
@@ -561,9 +557,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   float2* s_ml = reinterpret_cast<float2*>(smem + kAttnWarps * kTcRows * HD);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float sum = l[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float sum = quad_sum(l[r]);
     const int g = rg + 8 * r;
     if (g >= ng) continue;
 #pragma unroll
@@ -588,9 +582,7 @@ __global__ void attention_merge_kernel(const __grid_constant__ AttnParams p) {
   const int64_t t = blockIdx.y;
   const int64_t base = (t * p.n_head + h) * p.n_split;
   // Splits past the token's position hold nothing (same split length as attention_kernel).
-  const int32_t pos = p.positions[t];
-  const int split_len = max(p.min_split, (pos + p.n_split) / p.n_split);
-  const int n_live = min(p.n_split, pos / split_len + 1);
+  const int n_live = split_range(p, t, 0).n_live;
   if (threadIdx.x < 32) split_weights(p.partial_ml + base, n_live, s_f, &s_inv);
   __syncthreads();
   for (int i = threadIdx.x; i < p.head_dim; i += blockDim.x) {

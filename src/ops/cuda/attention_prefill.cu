@@ -16,9 +16,12 @@
 
 #include "ops/cuda/attention_prefill.h"
 #include "ops/cuda/launch.cuh"
+#include "ops/cuda/mma.cuh"
 
 namespace cera::ops::cuda {
 namespace {
+
+using namespace mma;
 
 constexpr int kBr = 64;  // query tokens per block, 16 per warp
 constexpr int kWarps = 4;
@@ -54,48 +57,11 @@ struct Geometry {
   static_assert(kThreads % kChunks == 0 && kLoads * kThreads == kBc * kChunks);
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 // Half offset of 16-byte chunk c of row r in a [rows][D] f16 tile. The XOR swizzle puts the 8 rows
 // one ldmatrix phase reads on distinct bank groups (D >= 64: at least 8 chunks per row).
 template <int D>
 __device__ __forceinline__ int swz(int r, int c) {
   return r * D + ((c ^ (r & 7)) << 3);
-}
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t addr, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-__device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx: 2^-inf = +0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
 }
 
 // T: the cache element (float or __half); D: head_dim (64, 128 or 256).
@@ -265,30 +231,7 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const __gri
           }
         }
       }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = m[r];
-#pragma unroll
-        for (int n = 0; n < kBc / 8; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float ref = mx == -INFINITY ? 0.0f : mx;  // a row that has seen nothing yet
-        const float corr = fast_exp2(m[r] - ref);
-        m[r] = mx;
-        float sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < kBc / 8; ++n) {
-          s[n][2 * r] = fast_exp2(s[n][2 * r] - ref);
-          s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - ref);
-          sum += s[n][2 * r] + s[n][2 * r + 1];
-        }
-        l[r] = l[r] * corr + sum;  // this thread's columns only; the quad is summed at the end
-#pragma unroll
-        for (int n = 0; n < D / 8; ++n) {
-          o[n][2 * r] *= corr;
-          o[n][2 * r + 1] *= corr;
-        }
-      }
+      online_softmax(s, m, l, o);  // l: this thread's columns only; the quad is summed at the end
 
       if (more) {
         cp_async_wait<1>();  // V_j landed (K_j+1 may still be in flight)
@@ -324,9 +267,7 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(const __gri
     // O / l for the run's rows.
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float sum = l[r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float sum = quad_sum(l[r]);
       const int row = row_a + 8 * r;
       if (row < rb || row >= re) continue;
       const float inv = 1.0f / sum;  // > 0: every row sees at least its own entry

@@ -10,11 +10,13 @@
 #include "ops/cuda/gemm_q.cuh"
 #include "ops/cuda/gemm_q.h"
 #include "ops/cuda/launch.cuh"
+#include "ops/cuda/mma.cuh"
 
 namespace cera::ops::cuda {
 namespace {
 
 using namespace qgemm;
+using namespace mma;
 
 constexpr int kBM = 128;  // tokens per block
 constexpr int kBN = 128;  // weight rows per block
@@ -35,41 +37,9 @@ struct GemmQParams {
   bool out_pairs;  // float2 stores allowed (even stride, 8-byte aligned base)
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 // Half offset of 16-byte column c (0..7) of row r in a [rows][kBK] tile. The XOR swizzle puts the
 // 8 rows one ldmatrix phase reads (and the 8 stores of a quarter warp) on distinct bank groups.
 __device__ __forceinline__ int swz(int r, int c) { return r * kBK + ((c ^ (r & 7)) << 3); }
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
-__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-template <bool kBf16>
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (kBf16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
 
 template <DType T>
 __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_constant__ GemmQParams p) {
@@ -159,13 +129,13 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_consta
     load_x(1, xs + kTileHalves);
     cp_async_commit();
   }
-  cp_async_wait_all();
+  cp_async_wait<0>();
   __syncthreads();
   for (int kt = 0; kt < n_ktiles; ++kt) {
     const int s = kt & 1;
     compute(xs + s * kTileHalves, ws + s * kTileHalves);
     if (kt + 1 < n_ktiles) store_w(raw, ws + (s ^ 1) * kTileHalves);
-    cp_async_wait_all();
+    cp_async_wait<0>();
     __syncthreads();
     if (kt + 2 < n_ktiles) {
       raw = load_w(kt + 2);
