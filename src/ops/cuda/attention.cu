@@ -1,5 +1,7 @@
 // Attention over the paged KV cache (F32 or F16 rows), for decode and for the prompt batches that the
-// tensor-core kernel (attention_prefill.cu) does not take: one block of 4 warps
+// tensor-core kernel (attention_prefill.cu) does not take. Two kernels share the split grid, the
+// staging of cache rows and the merges: F16 rows at head_dim 64/128 go to attention_tc_kernel
+// (mma.sync, up to 16 query heads a block; below), the rest to the float kernel: one block of 4 warps
 // per (kv head, group chunk of <= 8 query heads, token, context split). The block copies its
 // cache rows into shared memory by cp.async, two stages ahead; each warp takes 4 entries of a
 // stage at a time, the group's query heads share every K/V row it reads, and the online softmax
@@ -58,7 +60,7 @@ struct AttnParams {
   float2* partial_ml;  // [n_tokens, n_head, n_split] (max, sum)
   int32_t* arrivals;   // [n_tokens, gridDim.x] live splits done so far; zero between launches
   bool merge_in_block; // the last live split merges (else attention_merge_kernel does)
-  int32_t min_split;   // kMinSplitLen unless CERA_CUDA_ATTN_MINSPLIT sets it (A/B runs)
+  int32_t min_split;   // kMinSplitLen (float kernel) or kTcEntries (tensor cores); CERA_CUDA_ATTN_MINSPLIT for A/B runs
 };
 
 // Split `split` of token t: its cache entries lo .. hi (none when lo > hi), from the token's block
