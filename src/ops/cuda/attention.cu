@@ -84,6 +84,9 @@ struct BlockWork {
   int kvh, ng, h0, split, lo, hi, n_live;
   int64_t t;
   const int32_t* table;
+  // A split past the token's position holds nothing: with the merge in the last live block it has
+  // nothing to do either (the merge reads n_live splits).
+  __device__ bool idle(const AttnParams& p) const { return p.merge_in_block && split >= n_live; }
 };
 template <int G>
 __device__ __forceinline__ BlockWork block_work(const AttnParams& p) {
@@ -233,13 +236,12 @@ __device__ __forceinline__ float warp_sum(float v) {
 // after them (natural-log domain): merges the warps, stores the result (one split) or this split's
 // partials, and the last live split of the (head group, token) merges the splits.
 template <int G>
-__device__ __forceinline__ void finish_block(const AttnParams& p, const float* smem, int64_t t, int h0, int ng,
-                                             int split, int n_live) {
+__device__ __forceinline__ void finish_block(const AttnParams& p, const float* smem, const BlockWork& bw) {
   const int hd = p.head_dim, warp = threadIdx.x / 32;
   const float* s_acc = smem;
   const float2* s_ml = reinterpret_cast<const float2*>(smem + kAttnWarps * G * hd);
   __syncthreads();
-  for (int idx = threadIdx.x; idx < ng * hd; idx += blockDim.x) {
+  for (int idx = threadIdx.x; idx < bw.ng * hd; idx += blockDim.x) {
     const int g = idx / hd, i = idx % hd;
     float mx = -INFINITY;
     for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, s_ml[w * G + g].x);
@@ -252,11 +254,11 @@ __device__ __forceinline__ void finish_block(const AttnParams& p, const float* s
         a += s_acc[(w * G + g) * hd + i] * f;
       }
     }
-    const int h = h0 + g;
+    const int h = bw.h0 + g;
     if (p.n_split == 1) {
-      p.out.data[t * p.out.token_stride + h * p.out.head_stride + i] = sum > 0.0f ? a / sum : 0.0f;
+      p.out.data[bw.t * p.out.token_stride + h * p.out.head_stride + i] = sum > 0.0f ? a / sum : 0.0f;
     } else {
-      const int64_t pi = (t * p.n_head + h) * p.n_split + split;
+      const int64_t pi = (bw.t * p.n_head + h) * p.n_split + bw.split;
       p.partial_acc[pi * hd + i] = a;
       if (i == 0) p.partial_ml[pi] = make_float2(mx, sum);
     }
@@ -272,48 +274,48 @@ __device__ __forceinline__ void finish_block(const AttnParams& p, const float* s
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
-    int32_t* arrived = p.arrivals + t * gridDim.x + blockIdx.x;
-    s_last = atomicAdd(arrived, 1) == n_live - 1;
+    int32_t* arrived = p.arrivals + bw.t * gridDim.x + blockIdx.x;
+    s_last = atomicAdd(arrived, 1) == bw.n_live - 1;
     if (s_last) *arrived = 0;  // every live split has counted: ready for the next launch
   }
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  for (int g = warp; g < ng; g += kAttnWarps) {
-    split_weights(p.partial_ml + (t * p.n_head + h0 + g) * p.n_split, n_live, s_f[g], &s_inv[g]);
+  for (int g = warp; g < bw.ng; g += kAttnWarps) {
+    split_weights(p.partial_ml + (bw.t * p.n_head + bw.h0 + g) * p.n_split, bw.n_live, s_f[g], &s_inv[g]);
   }
   __syncthreads();
   // Four elements a thread (one 16-byte load per split, 16 splits in flight): this one block reads
   // every live split's partials, so its loads must not form a long dependent chain (with one
   // element a thread and 8 loads in flight, the merge cost 8B 3 % at depth 4096, v5).
   const int quads = hd % 4 == 0 ? hd / 4 : 0;
-  for (int idx = threadIdx.x; idx < ng * quads; idx += blockDim.x) {
+  for (int idx = threadIdx.x; idx < bw.ng * quads; idx += blockDim.x) {
     const int g = idx / quads, i = (idx % quads) * 4;
-    const float* src = p.partial_acc + (t * p.n_head + h0 + g) * p.n_split * hd + i;
+    const float* src = p.partial_acc + (bw.t * p.n_head + bw.h0 + g) * p.n_split * hd + i;
     float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 16
-    for (int s = 0; s < n_live; ++s) {
+    for (int s = 0; s < bw.n_live; ++s) {
       const float4 v = __ldcg(reinterpret_cast<const float4*>(src + int64_t(s) * hd));
       const float f = s_f[g][s];
       a[0] += v.x * f; a[1] += v.y * f; a[2] += v.z * f; a[3] += v.w * f;
     }
-    float* o = p.out.data + t * p.out.token_stride + (h0 + g) * p.out.head_stride + i;
+    float* o = p.out.data + bw.t * p.out.token_stride + (bw.h0 + g) * p.out.head_stride + i;
     for (int k = 0; k < 4; ++k) o[k] = a[k] * s_inv[g];
   }
-  for (int idx = threadIdx.x; quads == 0 && idx < ng * hd; idx += blockDim.x) {
+  for (int idx = threadIdx.x; quads == 0 && idx < bw.ng * hd; idx += blockDim.x) {
     const int g = idx / hd, i = idx % hd;
-    const float* src = p.partial_acc + (t * p.n_head + h0 + g) * p.n_split * hd + i;
+    const float* src = p.partial_acc + (bw.t * p.n_head + bw.h0 + g) * p.n_split * hd + i;
     float a = 0.0f;
 #pragma unroll 8
-    for (int s = 0; s < n_live; ++s) a += __ldcg(src + int64_t(s) * hd) * s_f[g][s];
-    p.out.data[t * p.out.token_stride + (h0 + g) * p.out.head_stride + i] = a * s_inv[g];
+    for (int s = 0; s < bw.n_live; ++s) a += __ldcg(src + int64_t(s) * hd) * s_f[g][s];
+    p.out.data[bw.t * p.out.token_stride + (bw.h0 + g) * p.out.head_stride + i] = a * s_inv[g];
   }
 }
 
 // T: the cache element (float or __half). D: elements of a head per lane (head_dim <= 32 D).
 // G: query heads per block (4 or kMaxGroup): q and the accumulators of G heads live in registers,
 // so the common GQA group of 4 (Llama 3 8B / 1B shapes) instantiates G = 4 and keeps occupancy.
-// Dynamic shared memory: the stages (stage_bytes()), reused by the merge of the warps after the loop.
+// Dynamic shared memory: the stages (attention_smem()), reused by the merge of the warps after the loop.
 template <class T, int D, int G>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid_constant__ AttnParams p) {
   using S = Staging<T, D>;
@@ -327,19 +329,16 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   // kernel writes them), so they are read before the PDL wait; the cache rows, q and the partial
   // results are read and written after it.
   const BlockWork w = block_work<G>(p);
-  const int kvh = w.kvh, ng = w.ng, h0 = w.h0, split = w.split, lo = w.lo, hi = w.hi, n_live = w.n_live;
-  const int64_t t = w.t;
-  const int32_t* table = w.table;
-  if (p.merge_in_block && split >= n_live) return;  // holds nothing; the merge reads n_live splits
+  if (w.idle(p)) return;
   pdl_entry();
 
-  const int64_t koff = int64_t(kvh) * p.head_dim;
+  const int64_t koff = int64_t(w.kvh) * p.head_dim;
   const int pitch = stage_pitch(p.head_dim);
   const int stage_elems = 2 * S::kEntries * pitch;
-  const int n_tiles = hi >= lo ? (hi - lo) / S::kEntries + 1 : 0;
+  const int n_tiles = w.hi >= w.lo ? (w.hi - w.lo) / S::kEntries + 1 : 0;
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
-    if (s < n_tiles) stage_rows<T, D>(p, stages + s * stage_elems, table, lo + s * S::kEntries, hi, koff);
+    if (s < n_tiles) stage_rows<T, D>(p, stages + s * stage_elems, w.table, w.lo + s * S::kEntries, w.hi, koff);
     cp_async_commit();  // one group per stage, empty or not, so wait_group counts stages
   }
 
@@ -352,7 +351,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
     for (int d = 0; d < D; ++d) {
       const int i = lane * D + d;
       acc[g][d] = 0.0f;
-      qr[g][d] = g < ng && i < p.head_dim ? p.q.data[t * p.q.token_stride + (h0 + g) * p.q.head_stride + i] : 0.0f;
+      qr[g][d] = g < w.ng && i < p.head_dim ? p.q.data[w.t * p.q.token_stride + (w.h0 + g) * p.q.head_stride + i] : 0.0f;
     }
   }
   for (int j = 0; j < n_tiles; ++j) {
@@ -360,7 +359,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
     __syncthreads();
     const T* sk = stages + (j % kStages) * stage_elems;
     const T* sv = sk + S::kEntries * pitch;
-    const int e0 = lo + j * S::kEntries, count = min(S::kEntries, hi - e0 + 1);
+    const int e0 = w.lo + j * S::kEntries, count = min(S::kEntries, w.hi - e0 + 1);
     for (int r0 = warp * kE; r0 < count; r0 += kAttnWarps * kE) {
       float kk[kE][D], vv[kE][D];
 #pragma unroll
@@ -371,7 +370,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
       }
 #pragma unroll
       for (int g = 0; g < G; ++g) {
-        if (g >= ng) break;
+        if (g >= w.ng) break;
         float s[kE], mx = m[g];
 #pragma unroll
         for (int jj = 0; jj < kE; ++jj) {
@@ -400,7 +399,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
     }
     __syncthreads();  // every warp is done with stage j before it is refilled
     if (j + kStages < n_tiles) {
-      stage_rows<T, D>(p, stages + (j % kStages) * stage_elems, table, lo + (j + kStages) * S::kEntries, hi, koff);
+      stage_rows<T, D>(p, stages + (j % kStages) * stage_elems, w.table, w.lo + (j + kStages) * S::kEntries, w.hi, koff);
     }
     cp_async_commit();
   }
@@ -411,7 +410,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   float2* s_ml = reinterpret_cast<float2*>(smem + kAttnWarps * G * hd);
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    if (g >= ng) break;
+    if (g >= w.ng) break;
 #pragma unroll
     for (int d = 0; d < D; ++d) {
       const int i = lane * D + d;
@@ -419,7 +418,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
     }
     if (lane == 0) s_ml[warp * G + g] = make_float2(m[g], l[g]);
   }
-  finish_block<G>(p, smem, t, h0, ng, split, n_live);
+  finish_block<G>(p, smem, w);
 }
 
 // Decode over F16 rows on tensor cores (head_dim 64 or 128): up to 16 query heads of a GQA group
@@ -474,17 +473,14 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   // As attention_kernel: positions and tables before the PDL wait, everything else after it.
   const BlockWork w = block_work<kTcRows>(p);
-  const int kvh = w.kvh, ng = w.ng, h0 = w.h0, split = w.split, lo = w.lo, hi = w.hi, n_live = w.n_live;
-  const int64_t t = w.t;
-  const int32_t* table = w.table;
-  if (p.merge_in_block && split >= n_live) return;
+  if (w.idle(p)) return;
   pdl_entry();
 
-  const int64_t koff = int64_t(kvh) * HD;
-  const int n_tiles = hi >= lo ? (hi - lo) / kTcEntries + 1 : 0;
+  const int64_t koff = int64_t(w.kvh) * HD;
+  const int n_tiles = w.hi >= w.lo ? (w.hi - w.lo) / kTcEntries + 1 : 0;
 #pragma unroll
   for (int s = 0; s < kTcStages; ++s) {
-    if (s < n_tiles) stage_tc<HD>(p, stages + s * Gm::kStageHalves, table, lo + s * kTcEntries, hi, koff);
+    if (s < n_tiles) stage_tc<HD>(p, stages + s * Gm::kStageHalves, w.table, w.lo + s * kTcEntries, w.hi, koff);
     cp_async_commit();
   }
   // Q fragments (rows: heads g0 + g, g = lane / 4 and + 8; scaled, f16), zeros past the group.
@@ -493,9 +489,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   const float cap_log2 = p.softcap * kLog2e;
   uint32_t qa[HD / 16][4];
   {
-    const float* q0 = p.q.data + t * p.q.token_stride + int64_t(h0 + rg) * p.q.head_stride;
+    const float* q0 = p.q.data + w.t * p.q.token_stride + int64_t(w.h0 + rg) * p.q.head_stride;
     const float* q8 = q0 + 8 * p.q.head_stride;
-    const bool v0 = rg < ng, v8 = rg + 8 < ng;
+    const bool v0 = rg < w.ng, v8 = rg + 8 < w.ng;
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
       const int c = 16 * kk + cq;
@@ -512,7 +508,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   for (int j = 0; j < n_tiles; ++j) {
     cp_async_wait<kTcStages - 1>();
     __syncthreads();
-    const int count = min(kTcEntries, hi - (lo + j * kTcEntries) + 1);
+    const int count = min(kTcEntries, w.hi - (w.lo + j * kTcEntries) + 1);
     if (rw < count) {
       const uint32_t kb = smem_addr(stages + (j % kTcStages) * Gm::kStageHalves);
       const uint32_t vb = kb + 2 * kTcEntries * Gm::kPitch;
@@ -549,7 +545,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
     }
     __syncthreads();
     if (j + kTcStages < n_tiles) {
-      stage_tc<HD>(p, stages + (j % kTcStages) * Gm::kStageHalves, table, lo + (j + kTcStages) * kTcEntries, hi, koff);
+      stage_tc<HD>(p, stages + (j % kTcStages) * Gm::kStageHalves, w.table, w.lo + (j + kTcStages) * kTcEntries, w.hi, koff);
     }
     cp_async_commit();
   }
@@ -561,7 +557,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   for (int r = 0; r < 2; ++r) {
     const float sum = quad_sum(l[r]);
     const int g = rg + 8 * r;
-    if (g >= ng) continue;
+    if (g >= w.ng) continue;
 #pragma unroll
     for (int n = 0; n < HD / 8; ++n) {
       s_acc[(warp * kTcRows + g) * HD + 8 * n + cq] = o[n][2 * r];
@@ -569,7 +565,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
     }
     if ((lane & 3) == 0) s_ml[warp * kTcRows + g] = make_float2(m[r] * kLn2, sum);
   }
-  finish_block<kTcRows>(p, smem, t, h0, ng, split, n_live);
+  finish_block<kTcRows>(p, smem, w);
 }
 
 // One block per (head, token): merges the n_split partial softmax results. The splits' (max,
