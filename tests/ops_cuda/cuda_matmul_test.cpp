@@ -259,6 +259,20 @@ TEST(CudaMatmul, LongRowsSplitOverWarps) {
   }
 }
 
+// The streaming GEMV (src/ops/cuda/gemv_stream.cuh; 1 and 2 tokens, rows a multiple of 256
+// elements, F16/BF16 rows a multiple of 8; by default only where it is faster, every type with
+// CERA_CUDA_GEMV_STREAM=all, which scripts/cuda-check.sh also runs): rows of several tile columns
+// with a shorter last one (5632 = 22 x 256 elements: 2 columns of Q4_0 units, 64 + 64 + 48 Q8_0
+// units, 6 columns of F16), and 1061 rows: 133 groups of 8, the last one partial, taken from the
+// queue by more blocks than the GPU has SMs.
+TEST(CudaMatmul, StreamingTileColumnsAndPartialGroups) {
+  CERA_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(5632);
+  for (DType t : kTypes) {
+    for (int64_t n_tokens : {1, 2}) check_matmul(t, 5632, 1061, n_tokens, n_tokens == 2, rng);
+  }
+}
+
 // Prompt GEMMs dequantize their weight one GEMM ahead on a side stream, guessing the next weight
 // from the order seen before (src/ops/cuda/dequant_ahead.h). A sequence of three weights repeated,
 // then taken out of order (wrong guesses), and a weight freed and another imported in its place:

@@ -14,6 +14,7 @@
 
 #include "gemv_v3.cuh"
 #include "gemv_v5.cuh"
+#include "ops/cuda/gemv_stream.cuh"
 
 using namespace cera;
 using namespace cera::ops::cuda;
@@ -62,7 +63,7 @@ constexpr Shape kShapes[] = {{"8b.qkv", 4096, 6144},   {"8b.o", 4096, 4096},    
 
 using GemvKernel = void (*)(GemvParams);
 
-enum class Variant { kV2, kV2Unroll8, kV3, kV3TwoTerm, kV5Loop, kV5Loop2 };
+enum class Variant { kV2, kV2Unroll8, kV3, kV3TwoTerm, kV5Loop, kV5Loop2, kV7Stream };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kV2: return "v2";
@@ -70,6 +71,7 @@ const char* variant_name(Variant v) {
     case Variant::kV3: return "v3";
     case Variant::kV5Loop: return "v5-loop";
     case Variant::kV5Loop2: return "v5-loop2";
+    case Variant::kV7Stream: return "v7-stream";
     default: return "v3-2term";
   }
 }
@@ -78,6 +80,7 @@ template <DType T, int B>
 GemvKernel kernel_of(Variant v, int& rows) {
   constexpr bool kPlain = T == DType::kF16;
   rows = v == Variant::kV2 || v == Variant::kV2Unroll8 || v == Variant::kV5Loop || v == Variant::kV5Loop2 ? 1 : kRows;
+  if (v == Variant::kV7Stream) return nullptr;  // launched by stream_launcher
   if constexpr (kPlain) {
     return v == Variant::kV2 ? gemv_f_kernel<T, B, 8> : v == Variant::kV3 ? gemv_rows_f_kernel<T, B> : nullptr;
   } else {
@@ -101,6 +104,43 @@ GemvKernel kernel_for(Variant v, int b, int& rows) {
     case 8: return kernel_of<T, 8>(v, rows);
     default: return nullptr;
   }
+}
+
+// Every variant launches with programmatic dependent launch, as in the decode graph: a launch's
+// blocks may start (and v7 its weight copies) while the previous launch finishes.
+template <typename P>
+void launch_pdl(void (*k)(P), unsigned grid, unsigned threads, size_t smem, const P& p) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = threads;
+  config.dynamicSmemBytes = smem;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  CK(cudaLaunchKernelEx(&config, k, p));
+}
+
+// v7: the streaming kernel's parameters and plan for one weight copy; false: the shape does not stream.
+int32_t* g_queues = nullptr;  // kQueueSlots zeroed queues; launch i takes slot i % kQueueSlots
+template <DType T, int B>
+bool stream_setup(const GemvParams& g, int sms, gemv_stream::StreamParams& sp, gemv_stream::StreamPlan& plan) {
+  sp = {};
+  sp.g = g;
+  if (g_queues == nullptr) {
+    CK(cudaMalloc(&g_queues, 2 * sizeof(int32_t) * gemv_stream::kQueueSlots));
+    CK(cudaMemset(g_queues, 0, 2 * sizeof(int32_t) * gemv_stream::kQueueSlots));
+  }
+  sp.first_row[1] = g.part[0].n_out;
+  if (!gemv_stream::plan_stream<T, B>(sp, g.part[0].n_out, sms, plan)) return false;
+  CK(cudaFuncSetAttribute(gemv_stream::gemv_stream_kernel<T, B>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          int(plan.smem)));
+  return true;
+}
+template <DType T>
+auto stream_kernel(int b) {
+  return b == 1 ? gemv_stream::gemv_stream_kernel<T, 1> : gemv_stream::gemv_stream_kernel<T, 2>;
 }
 
 struct Layout { uint64_t codes, scales, copy; };
@@ -153,11 +193,15 @@ void bench_type(const char* tname, bool quick, double& worst_err) {
       if (quick && b > 2) break;
       std::vector<float> ref;
       for (Variant v : {Variant::kV2, Variant::kV2Unroll8, Variant::kV3, Variant::kV3TwoTerm, Variant::kV5Loop,
-                        Variant::kV5Loop2}) {
-        if (quick && (v == Variant::kV2Unroll8 || v == Variant::kV3 || v == Variant::kV3TwoTerm)) continue;
+                        Variant::kV5Loop2, Variant::kV7Stream}) {
+        if (quick && (v == Variant::kV2Unroll8 || v == Variant::kV3 || v == Variant::kV3TwoTerm || v == Variant::kV5Loop ||
+                      v == Variant::kV5Loop2)) {
+          continue;
+        }
         int rows = 1;
         const GemvKernel k = kernel_for<T>(v, b, rows);
-        if (k == nullptr) continue;
+        const bool stream = v == Variant::kV7Stream;
+        if (k == nullptr && !(stream && b <= gemv_stream::kMaxTokens)) continue;
         const int64_t rows_per_block = int64_t(kWarps) * rows;
         auto params = [&](int c) {
           GemvParams p{};
@@ -186,9 +230,26 @@ void bench_type(const char* tname, bool quick, double& worst_err) {
           CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
           blocks = std::min<unsigned>(blocks, unsigned(per_sm * sms));
         }
+        int sms = 0;
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        gemv_stream::StreamPlan plan;
+        std::vector<gemv_stream::StreamParams> sps(stream ? copies : 0);
+        bool streams = true;
+        for (int c = 0; c < int(sps.size()); ++c) {
+          streams = streams && (b == 1 ? stream_setup<T, 1>(params(c), sms, sps[c], plan)
+                                       : stream_setup<T, 2>(params(c), sms, sps[c], plan));
+        }
+        if (!streams) continue;
+        int launches = 0;
+        auto run = [&](int c) {
+          if (!stream) return launch_pdl(k, blocks, kWarps * 32, 0, params(c));
+          gemv_stream::StreamParams q = sps[c];
+          q.queue = g_queues + 2 * (launches++ % gemv_stream::kQueueSlots);
+          launch_pdl(stream_kernel<T>(b), plan.grid, gemv_stream::kThreads, plan.smem, q);
+        };
         // Check on copy 0.
         CK(cudaMemset(out, 0xFF, 8 * s.n_out * sizeof(float)));
-        k<<<blocks, kWarps * 32>>>(params(0));
+        run(0);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         std::vector<float> got(size_t(b * s.n_out));
@@ -208,11 +269,11 @@ void bench_type(const char* tname, bool quick, double& worst_err) {
         }
         // Time: warm-up, then 5 repeats of `iters` launches rotating the copies; median.
         const int iters = 4 * copies;
-        for (int i = 0; i < copies; ++i) k<<<blocks, kWarps * 32>>>(params(i % copies));
+        for (int i = 0; i < copies; ++i) run(i % copies);
         std::vector<float> ms;
         for (int rep = 0; rep < 5; ++rep) {
           CK(cudaEventRecord(e0));
-          for (int i = 0; i < iters; ++i) k<<<blocks, kWarps * 32>>>(params(i % copies));
+          for (int i = 0; i < iters; ++i) run(i % copies);
           CK(cudaEventRecord(e1));
           CK(cudaEventSynchronize(e1));
           float t = 0;

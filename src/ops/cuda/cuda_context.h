@@ -49,6 +49,7 @@ enum class ScratchKind : uint8_t {
   kMoeGroups,   // matmul_experts' rows grouped by expert (prompt batches)
   kTopK,        // candidate keys and log-sum-exp partials of top_k's rounds
   kAttnArrivals,  // attention's per-(head group, token) split counters (zeroed_scratch)
+  kGemvQueues,    // the streaming GEMV's row-group queues, one slot a launch (zeroed_scratch)
   kCount,
 };
 
@@ -105,6 +106,8 @@ class CudaContext {
     arena_device_ = device;
   }
   QuantActCache& act_cache() { return act_cache_; }
+  // A counter for launches that each need their own slot of a ring (the streaming GEMV's queues).
+  uint64_t next_launch_slot() { return launch_slot_++; }
   // The prompt GEMMs' f16 weight copies, made one GEMM ahead (dequant_ahead.h); created on first use.
   DequantAhead& dequant_ahead();
   // Device bytes [data, data + bytes) were freed or overwritten outside the verbs (buffer release,
@@ -138,6 +141,7 @@ class CudaContext {
   uint64_t arena_bytes_ = 0;
   std::byte* arena_device_ = nullptr;
   QuantActCache act_cache_;
+  uint64_t launch_slot_ = 0;
   std::unique_ptr<DequantAhead> dequant_ahead_;
 };
 

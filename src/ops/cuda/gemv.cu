@@ -1,12 +1,14 @@
 // GEMV for 1..16 tokens (kernels in gemv_kernels.cuh): dequantization fused into a dp4a dot with
 // 8-bit activations, one pass over the weight for up to 8 tokens (16 tokens: two passes); plain
-// types (F32/F16/BF16) dot against float activations directly; one warp per row.
+// types (F32/F16/BF16) dot against float activations directly; one warp per row. Large decode
+// launches of 1-2 tokens take the streaming kernel instead (gemv_stream.cuh; stream_pays says where).
 #include <cstdlib>
 #include <string>
 
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/gemv_kernels.cuh"
+#include "ops/cuda/gemv_stream.cuh"
 #include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
@@ -178,6 +180,86 @@ GemvPick pick_kernel(DType t, int b, int64_t vec, int64_t n_in, SplitContext sc)
   }
 }
 
+// Where the streaming kernel (gemv_stream.cuh, 1-2 tokens) runs: where it was faster in decode
+// (docs/benchmarks/cuda.md, v7). It wins on large launches and loses on small ones (launch and
+// first-copy latency, and blocks of ~100 KB of shared memory that cannot start beside the
+// kernel before them as early as the one-warp-a-row blocks can), so: F16/BF16 rows up to 8,192
+// wide, and launches of 48 MB or more of the 16-byte-code types (Q4_0, Q4_1, Q5_0, Q5_1: the 8B
+// gate/up); never Q8_0, whose large launches already stream at 84-86 % in the one-warp-a-row
+// kernel. Decode with this rule against never / always: 8B Q4_0 478.6 / 501.8 / 497.6 t/s, 1B F16
+// 1,020 / 1,042 / 1,037; 1B Q4_0 and 8B Q8_0 unchanged (always, in an earlier build: 1B Q4_0
+// 1,766 -> 1,559).
+// CERA_CUDA_GEMV_STREAM=0: never, =all: every launch it takes (A/B, and the tests' second pass).
+enum class StreamMode : uint8_t { kNever, kWhereFaster, kAlways };
+StreamMode stream_mode() {
+  static const StreamMode m = [] {
+    const char* e = std::getenv("CERA_CUDA_GEMV_STREAM");
+    const std::string v = e != nullptr ? e : "";
+    return v == "0" ? StreamMode::kNever : v == "all" ? StreamMode::kAlways : StreamMode::kWhereFaster;
+  }();
+  return m;
+}
+
+bool stream_pays(DType t, int64_t n_in, int64_t rows) {
+  switch (stream_mode()) {
+    case StreamMode::kNever: return false;
+    case StreamMode::kAlways: return true;
+    case StreamMode::kWhereFaster: break;
+  }
+  if (t == DType::kF16 || t == DType::kBF16) return n_in <= 8192;
+  if (t == DType::kQ8_0) return false;
+  const auto bytes = static_cast<int64_t>(*dtype_row_bytes(t, uint64_t(n_in))) * rows;
+  return bytes >= (int64_t{48} << 20);
+}
+
+template <DType T, int B>
+bool launch_stream_as(CudaContext& ctx, const GemvParams& g, int32_t* queues) {
+  gemv_stream::StreamParams p{};
+  p.g = g;
+  p.queue = queues + 2 * (ctx.next_launch_slot() % gemv_stream::kQueueSlots);
+  for (int i = 0; i < g.n_parts; ++i) p.first_row[i + 1] = p.first_row[i] + g.part[i].n_out;
+  gemv_stream::StreamPlan plan;
+  if (!gemv_stream::plan_stream<T, B>(p, p.first_row[g.n_parts], ctx.sm_count(), plan)) return false;
+  // Over 48 KB of dynamic shared memory: the limit raised once per kernel (one device per process)
+  // to what the block may have beside the kernel's static shared memory.
+  static const bool raised = [] {
+    const auto kernel = gemv_stream::gemv_stream_kernel<T, B>;
+    cudaFuncAttributes attr{};
+    CERA_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(gemv_stream::kMaxSmem - attr.sharedSizeBytes)));
+    return true;
+  }();
+  (void)raised;
+  launch(ctx.stream(), gemv_stream::gemv_stream_kernel<T, B>, plan.grid, gemv_stream::kThreads, plan.smem, p);
+  return true;
+}
+
+template <DType T>
+bool launch_stream_b(CudaContext& ctx, const GemvParams& g, int b,
+                     int32_t* queues) {
+  return b == 1 ? launch_stream_as<T, 1>(ctx, g, queues)
+                : b == 2 ? launch_stream_as<T, 2>(ctx, g, queues) : false;
+}
+
+// True when the streaming kernel took the pass (vec: 8 when plain rows and activations are 16-byte
+// aligned; queues: the zeroed queue slots).
+bool launch_stream(CudaContext& ctx, const GemvParams& g, DType t, int b, int64_t vec, int32_t* queues) {
+  int64_t rows = 0;
+  for (int i = 0; i < g.n_parts; ++i) rows += g.part[i].n_out;
+  if (b > gemv_stream::kMaxTokens || !stream_pays(t, g.n_in, rows)) return false;
+  switch (t) {
+    case DType::kF16: return vec == 8 && launch_stream_b<DType::kF16>(ctx, g, b, queues);
+    case DType::kBF16: return vec == 8 && launch_stream_b<DType::kBF16>(ctx, g, b, queues);
+    case DType::kQ4_0: return launch_stream_b<DType::kQ4_0>(ctx, g, b, queues);
+    case DType::kQ4_1: return launch_stream_b<DType::kQ4_1>(ctx, g, b, queues);
+    case DType::kQ5_0: return launch_stream_b<DType::kQ5_0>(ctx, g, b, queues);
+    case DType::kQ5_1: return launch_stream_b<DType::kQ5_1>(ctx, g, b, queues);
+    case DType::kQ8_0: return launch_stream_b<DType::kQ8_0>(ctx, g, b, queues);
+    default: return false;
+  }
+}
+
 }  // namespace
 
 ActQ8 act_q8_scratch(CudaContext& ctx, int64_t n_tokens, int64_t n_in) {
@@ -219,12 +301,14 @@ void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
   gemv_parts(ctx, x, std::span(&one, 1));
 }
 
-void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts) {
+namespace {
+
+// The parts of a launch (weights, outputs, bias, residual) for n_tokens tokens of n_in.
+GemvParams params_of(std::span<const GemvTarget> parts, int64_t n_tokens) {
   CERA_CHECK(!parts.empty() && parts.size() <= size_t(kMaxGemvParts));
   const TensorView& weight = parts[0].weight;
-  const int64_t n_in = weight.cols(), n_tokens = x.rows();
+  const int64_t n_in = weight.cols();
   const DType t = weight.dtype;
-  const bool plain = dtype_block_size(t) == 1;
   GemvParams p{};
   p.n_parts = int32_t(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -243,6 +327,31 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
     }
   }
   p.n_in = n_in;
+  return p;
+}
+
+// Token t0's outputs and residuals in p (a pass of kMaxTokensPass tokens starts at t0).
+void point_outputs(GemvParams& p, std::span<const GemvTarget> parts, int64_t t0) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    p.part[i].out = reinterpret_cast<float*>(parts[i].out.row(t0));
+    if (parts[i].residual != nullptr) p.part[i].res = reinterpret_cast<float*>(parts[i].residual->x.row(t0));
+  }
+}
+
+int32_t* gemv_queues(CudaContext& ctx) {
+  // Sized in every mode: a graph's recording pass allocates what its capture will use.
+  return static_cast<int32_t*>(
+      ctx.zeroed_scratch(ScratchKind::kGemvQueues, 2 * sizeof(int32_t) * gemv_stream::kQueueSlots));
+}
+
+}  // namespace
+
+void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts) {
+  const int64_t n_tokens = x.rows();
+  GemvParams p = params_of(parts, n_tokens);
+  const int64_t n_in = p.n_in;
+  const DType t = parts[0].weight.dtype;
+  const bool plain = dtype_block_size(t) == 1;
   int64_t vec = 1;
   if (plain) {
     const int64_t wide = t == DType::kF32 ? 4 : 8;
@@ -259,21 +368,23 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
     p.xq = a.q;
     p.xds = a.ds;
   }
+  int32_t* queues = gemv_queues(ctx);
   if (!ctx.launching()) return;
   int64_t rows = 0;  // of the launch: the row-split rule reads it
   for (size_t i = 0; i < parts.size(); ++i) rows += p.part[i].n_out;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokensPass) {
     const int b = int(std::min<int64_t>(kMaxTokensPass, n_tokens - t0));
     GemvParams pp = p;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      pp.part[i].out = reinterpret_cast<float*>(parts[i].out.row(t0));
-      if (parts[i].residual != nullptr) pp.part[i].res = reinterpret_cast<float*>(parts[i].residual->x.row(t0));
-    }
+    point_outputs(pp, parts, t0);
     if (plain) {
       pp.xf = reinterpret_cast<const float*>(x.row(t0));
     } else {
       pp.xq = p.xq + t0 * n_in;
       pp.xds = p.xds + t0 * (n_in / 32);
+    }
+    if (launch_stream(ctx, pp, t, b, vec, queues)) {
+      CERA_CUDA_LAUNCHED();
+      continue;
     }
     // The rows a block computes depend on the pass's token count (row splits for 1 and 2 only).
     const GemvPick k = pick_kernel(t, b, vec, n_in, {rows, ctx.sm_count()});
