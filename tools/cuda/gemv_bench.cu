@@ -1,7 +1,8 @@
 // GEMV microbenchmark: times the kernel variants of src/ops/cuda/gemv_kernels.cuh on the 8B and
 // 1B layer shapes with CUDA events, rotating among weight copies that together exceed the 60 MB
 // L2 (each launch reads its weight from HBM), and checks each variant against v2 (one row per
-// warp, the kernel the test suite validates against the CPU). Build and run: tools/cuda/build.sh.
+// warp, the kernel the test suite validates against the CPU). Built by CMake with
+// -DCERA_CUDA_BENCH=ON (target gemv_bench); tools/cuda/build.sh writes the register reports.
 //   gemv_bench [--quick]      prints one line per (type, shape, tokens, variant)
 #include <cuda_runtime.h>
 
@@ -15,6 +16,7 @@
 #include "gemv_v3.cuh"
 #include "gemv_v5.cuh"
 #include "ops/cuda/gemv_stream.cuh"
+#include "ops/cuda/launch.cuh"
 
 using namespace cera;
 using namespace cera::ops::cuda;
@@ -104,22 +106,6 @@ GemvKernel kernel_for(Variant v, int b, int& rows) {
     case 8: return kernel_of<T, 8>(v, rows);
     default: return nullptr;
   }
-}
-
-// Every variant launches with programmatic dependent launch, as in the decode graph: a launch's
-// blocks may start (and v7 its weight copies) while the previous launch finishes.
-template <typename P>
-void launch_pdl(void (*k)(P), unsigned grid, unsigned threads, size_t smem, const P& p) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = threads;
-  config.dynamicSmemBytes = smem;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  CK(cudaLaunchKernelEx(&config, k, p));
 }
 
 // v7: the streaming kernel's parameters and plan for one weight copy; false: the shape does not stream.
@@ -240,12 +226,14 @@ void bench_type(const char* tname, bool quick, double& worst_err) {
                                        : stream_setup<T, 2>(params(c), sms, sps[c], plan));
         }
         if (!streams) continue;
+        // Every variant launches with programmatic dependent launch (launch.cuh), as in the decode
+        // graph: a launch's blocks may start (and v7 its weight copies) while the previous finishes.
         int launches = 0;
         auto run = [&](int c) {
-          if (!stream) return launch_pdl(k, blocks, kWarps * 32, 0, params(c));
+          if (!stream) return launch(nullptr, k, blocks, kWarps * 32, 0, params(c));
           gemv_stream::StreamParams q = sps[c];
           q.queue = g_queues + 2 * (launches++ % gemv_stream::kQueueSlots);
-          launch_pdl(stream_kernel<T>(b), plan.grid, gemv_stream::kThreads, plan.smem, q);
+          launch(nullptr, stream_kernel<T>(b), plan.grid, gemv_stream::kThreads, plan.smem, q);
         };
         // Check on copy 0.
         CK(cudaMemset(out, 0xFF, 8 * s.n_out * sizeof(float)));

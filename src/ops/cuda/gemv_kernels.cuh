@@ -174,6 +174,20 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_consta
   store_split_rows<B, kSplit>(P, row, valid, acc);
 }
 
+// 16 bytes of F16 or BF16 weights as 8 floats (shared with the streaming GEMV, gemv_stream.cuh).
+template <DType T>
+__device__ __forceinline__ void plain8(const uint4& v, float (&w)[8]) {
+  for (int k = 0; k < 4; ++k) {
+    const uint32_t x = word(v, k);
+    if constexpr (T == DType::kF16) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&x));
+      w[2 * k] = f.x; w[2 * k + 1] = f.y;
+    } else {
+      w[2 * k] = __uint_as_float(x << 16); w[2 * k + 1] = __uint_as_float(x & 0xFFFF0000u);
+    }
+  }
+}
+
 // kVec weights per lane step: 16 bytes' worth when rows are 16-byte aligned, else 1.
 template <DType T, int kVec>
 __device__ __forceinline__ void load_plain(const uint8_t* row, int64_t i, float (&w)[kVec]) {
@@ -185,16 +199,7 @@ __device__ __forceinline__ void load_plain(const uint8_t* row, int64_t i, float 
       w[0] = __ldg(reinterpret_cast<const float*>(row) + i);
     }
   } else if constexpr (kVec == 8) {
-    const uint4 v = ld16(row + i * 16);
-    for (int k = 0; k < 4; ++k) {
-      const uint32_t x = word(v, k);
-      if constexpr (T == DType::kF16) {
-        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&x));
-        w[2 * k] = f.x; w[2 * k + 1] = f.y;
-      } else {
-        w[2 * k] = __uint_as_float(x << 16); w[2 * k + 1] = __uint_as_float(x & 0xFFFF0000u);
-      }
-    }
+    plain8<T>(ld16(row + i * 16), w);
   } else {
     const uint16_t h = __ldg(reinterpret_cast<const unsigned short*>(row) + i);
     w[0] = T == DType::kF16 ? __half2float(__ushort_as_half(h)) : __uint_as_float(uint32_t(h) << 16);

@@ -298,17 +298,8 @@ __device__ __forceinline__ void dot_tile(const StreamParams& p, const uint8_t* s
 #pragma unroll 4
   for (int u = lane; u < t.ku_this; u += 32) {
     if constexpr (is_plain<T>()) {
-      const uint4 w = lds16(s.p[0] + u * 16);
       float wf[8];
-      for (int k = 0; k < 4; ++k) {
-        const uint32_t x = word(w, k);
-        if constexpr (T == DType::kF16) {
-          const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&x));
-          wf[2 * k] = f.x; wf[2 * k + 1] = f.y;
-        } else {
-          wf[2 * k] = __uint_as_float(x << 16); wf[2 * k + 1] = __uint_as_float(x & 0xFFFF0000u);
-        }
-      }
+      gemv_detail::plain8<T>(lds16(s.p[0] + u * 16), wf);
 #pragma unroll
       for (int b = 0; b < B; ++b) {
         const float4* a = reinterpret_cast<const float4*>(act + size_t(b) * p.act_bytes);
