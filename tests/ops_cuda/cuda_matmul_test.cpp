@@ -263,13 +263,16 @@ TEST(CudaMatmul, LongRowsSplitOverWarps) {
 // elements, F16/BF16 rows a multiple of 8; by default only where it is faster, every type with
 // CERA_CUDA_GEMV_STREAM=all, which scripts/cuda-check.sh also runs): rows of several tile columns
 // with a shorter last one (5632 = 22 x 256 elements: 2 columns of Q4_0 units, 64 + 64 + 48 Q8_0
-// units, 6 columns of F16), and 1061 rows: 133 groups of 8, the last one partial, taken from the
-// queue by more blocks than the GPU has SMs.
-TEST(CudaMatmul, StreamingTileColumnsAndPartialGroups) {
+// units, 6 columns of F16) in 1061 rows (133 groups of 8, the last one partial: one a block); and
+// 6001 rows of 256 elements, 751 groups, so that blocks take further groups from the queue.
+TEST(CudaMatmul, StreamingTileColumnsAndQueue) {
   CERA_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(5632);
   for (DType t : kTypes) {
-    for (int64_t n_tokens : {1, 2}) check_matmul(t, 5632, 1061, n_tokens, n_tokens == 2, rng);
+    for (int64_t n_tokens : {1, 2}) {
+      check_matmul(t, 5632, 1061, n_tokens, n_tokens == 2, rng);
+      check_matmul(t, 256, 6001, n_tokens, n_tokens == 1, rng);
+    }
   }
 }
 

@@ -246,8 +246,13 @@ bool launch_stream_b(CudaContext& ctx, const GemvParams& g, int b,
 // aligned; queues: the zeroed queue slots).
 bool launch_stream(CudaContext& ctx, const GemvParams& g, DType t, int b, int64_t vec, int32_t* queues) {
   int64_t rows = 0;
-  for (int i = 0; i < g.n_parts; ++i) rows += g.part[i].n_out;
-  if (b > gemv_stream::kMaxTokens || !stream_pays(t, g.n_in, rows)) return false;
+  bool aligned = true;  // bulk copies read 16-byte aligned sources (weights are cudaMalloc'd: always)
+  for (int i = 0; i < g.n_parts; ++i) {
+    const QWeight& w = g.part[i].w;
+    rows += g.part[i].n_out;
+    for (const uint8_t* plane : {w.r0, w.r1, w.r2}) aligned = aligned && reinterpret_cast<uintptr_t>(plane) % 16 == 0;
+  }
+  if (b > gemv_stream::kMaxTokens || !aligned || !stream_pays(t, g.n_in, rows)) return false;
   switch (t) {
     case DType::kF16: return vec == 8 && launch_stream_b<DType::kF16>(ctx, g, b, queues);
     case DType::kBF16: return vec == 8 && launch_stream_b<DType::kBF16>(ctx, g, b, queues);
