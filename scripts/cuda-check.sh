@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and benchmarks on the GPU machine in one call and writes a results table.
-#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity]
+#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity] [gemv-ab]
 #   (default: tests sanitize models bench; eager = 1B Q4_0 decode with CUDA graphs off; profile =
 #   per-verb device time of 8B and 1B Q4_0 prefill and decode; moe = synthetic lfm2-1.2b and
 #   qwen3-30b-a3b Q4_0 (~0.7 and ~17 GB) benchmarked against the 4.3 TB/s roofline; parity = the
-#   whole-model parity tests of every fixture on CUDA, CERA_TEST_DEVICE=cuda)
+#   whole-model parity tests of every fixture on CUDA, CERA_TEST_DEVICE=cuda; gemv-ab = decode of the
+#   four benchmark shapes with the streaming GEMV never / where it pays / everywhere, two ring sizes)
 # Environment:
 #   CERA_BIN     folder with the `cera`, `test_ops_cuda` and `test_model` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
@@ -148,6 +149,21 @@ for s in $sections; do
       --gtest_brief=1
     grep -E "^parity|FAILED|Failure" "$OUT/parity.log" >"$OUT/parity.md"
     tail -3 "$OUT/parity.log"
+    ;;
+  gemv-ab)
+    # Decode with the streaming GEMV never / where it pays (default) / everywhere / everywhere with
+    # rings sized to each block's share (docs/benchmarks/cuda.md v7), one machine for all.
+    for spec in llama-8b:q4_0 llama-1b:q4_0 llama-8b:q8_0 llama-1b:f16; do
+      shape=${spec%%:*} type=${spec##*:} f=$SYNTH_DIR/$shape-$type.gguf
+      [ -f "$f" ] || run "synth $shape $type" "synth-$shape-$type.log" "$CERA" synth --shape $shape --type $type -o "$f"
+      for mode in "0 96" "where-faster 96" "all 96" "all share"; do
+        set -- $mode
+        log=gemv-ab-$shape-$type-$1-$2.log
+        CERA_CUDA_GEMV_STREAM=$1 CERA_CUDA_GEMV_RING_KB=$2 run "decode $shape $type, stream $1, ring $2" $log \
+          "$CERA" bench -m "$f" --device cuda -p 0 -n 128 -r 3 --no-membw
+        grep -E "^\| tg" "$OUT/$log" | sed "s/^/$shape $type stream=$1 ring=$2 /" | tee -a "$OUT/bench.md"
+      done
+    done
     ;;
   bench | bench8b)
     if [ $s = bench ]; then specs="llama-1b:q4_0 llama-1b:f16"; else specs="llama-8b:q4_0 llama-8b:q8_0"; fi
