@@ -236,10 +236,8 @@ bool launch_stream_as(CudaContext& ctx, const GemvParams& g, int32_t* queues) {
 }
 
 template <DType T>
-bool launch_stream_b(CudaContext& ctx, const GemvParams& g, int b,
-                     int32_t* queues) {
-  return b == 1 ? launch_stream_as<T, 1>(ctx, g, queues)
-                : b == 2 ? launch_stream_as<T, 2>(ctx, g, queues) : false;
+bool launch_stream_b(CudaContext& ctx, const GemvParams& g, int b, int32_t* queues) {
+  return b == 1 ? launch_stream_as<T, 1>(ctx, g, queues) : b == 2 ? launch_stream_as<T, 2>(ctx, g, queues) : false;
 }
 
 // True when the streaming kernel took the pass (vec: 8 when plain rows and activations are 16-byte
@@ -306,14 +304,12 @@ void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
   gemv_parts(ctx, x, std::span(&one, 1));
 }
 
-namespace {
-
-// The parts of a launch (weights, outputs, bias, residual) for n_tokens tokens of n_in.
-GemvParams params_of(std::span<const GemvTarget> parts, int64_t n_tokens) {
+void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts) {
   CERA_CHECK(!parts.empty() && parts.size() <= size_t(kMaxGemvParts));
   const TensorView& weight = parts[0].weight;
-  const int64_t n_in = weight.cols();
+  const int64_t n_in = weight.cols(), n_tokens = x.rows();
   const DType t = weight.dtype;
+  const bool plain = dtype_block_size(t) == 1;
   GemvParams p{};
   p.n_parts = int32_t(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -332,31 +328,6 @@ GemvParams params_of(std::span<const GemvTarget> parts, int64_t n_tokens) {
     }
   }
   p.n_in = n_in;
-  return p;
-}
-
-// Token t0's outputs and residuals in p (a pass of kMaxTokensPass tokens starts at t0).
-void point_outputs(GemvParams& p, std::span<const GemvTarget> parts, int64_t t0) {
-  for (size_t i = 0; i < parts.size(); ++i) {
-    p.part[i].out = reinterpret_cast<float*>(parts[i].out.row(t0));
-    if (parts[i].residual != nullptr) p.part[i].res = reinterpret_cast<float*>(parts[i].residual->x.row(t0));
-  }
-}
-
-int32_t* gemv_queues(CudaContext& ctx) {
-  // Sized in every mode: a graph's recording pass allocates what its capture will use.
-  return static_cast<int32_t*>(
-      ctx.zeroed_scratch(ScratchKind::kGemvQueues, 2 * sizeof(int32_t) * gemv_stream::kQueueSlots));
-}
-
-}  // namespace
-
-void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts) {
-  const int64_t n_tokens = x.rows();
-  GemvParams p = params_of(parts, n_tokens);
-  const int64_t n_in = p.n_in;
-  const DType t = parts[0].weight.dtype;
-  const bool plain = dtype_block_size(t) == 1;
   int64_t vec = 1;
   if (plain) {
     const int64_t wide = t == DType::kF32 ? 4 : 8;
@@ -373,14 +344,20 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
     p.xq = a.q;
     p.xds = a.ds;
   }
-  int32_t* queues = gemv_queues(ctx);
+  // The streaming kernel's queues, sized in every mode: a graph's recording pass allocates what
+  // its capture will use.
+  auto* queues = static_cast<int32_t*>(
+      ctx.zeroed_scratch(ScratchKind::kGemvQueues, 2 * sizeof(int32_t) * gemv_stream::kQueueSlots));
   if (!ctx.launching()) return;
   int64_t rows = 0;  // of the launch: the row-split rule reads it
   for (size_t i = 0; i < parts.size(); ++i) rows += p.part[i].n_out;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokensPass) {
     const int b = int(std::min<int64_t>(kMaxTokensPass, n_tokens - t0));
     GemvParams pp = p;
-    point_outputs(pp, parts, t0);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      pp.part[i].out = reinterpret_cast<float*>(parts[i].out.row(t0));
+      if (parts[i].residual != nullptr) pp.part[i].res = reinterpret_cast<float*>(parts[i].residual->x.row(t0));
+    }
     if (plain) {
       pp.xf = reinterpret_cast<const float*>(x.row(t0));
     } else {
