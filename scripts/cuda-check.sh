@@ -53,6 +53,9 @@ for s in $sections; do
     CERA_CUDA_GEMM=mma run "test_ops_cuda matmul with the gemm_q prefill GEMM" tests-mma.log \
       "$TESTS" --gtest_filter='CudaMatmul*:GemmQ*' --gtest_brief=1
     tail -3 "$OUT/tests-mma.log"
+    CERA_CUDA_GEMM=mma CERA_CUDA_GEMM_Q=wgmma run "test_ops_cuda matmul with the gemm_q wgmma variant" \
+      tests-wgmma.log "$TESTS" --gtest_filter='CudaMatmul*:GemmQ*' --gtest_brief=1
+    tail -3 "$OUT/tests-wgmma.log"
     # The streaming GEMV on every launch it can take (by default only where it is faster).
     CERA_CUDA_GEMV_STREAM=all run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere" \
       tests-stream.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1

@@ -5,6 +5,7 @@
 // (target gemm_bench); run on the GPU machine:
 //   gemm_bench [--types q4_0,q8_0,...] [--tokens 512,4096] [--reps 20] [--check]
 // --check also compares the two paths' outputs (max |a - b| / max |b|) on every shape.
+// CERA_CUDA_GEMM_Q=wgmma in the environment times gemm_q.cu's wgmma variant instead of mma.sync.
 #include <cuda_runtime.h>
 
 #include <algorithm>

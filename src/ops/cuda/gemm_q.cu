@@ -7,10 +7,20 @@
 // registers and decodes them into the next stage while the tensor cores work on this one.
 // Decision: the weight never exists in f16 outside shared memory, so a call reads the quantized
 // bytes once from DRAM (blocks along tokens run adjacent and share each weight tile in L2).
+// The wgmma variant (kWg, CERA_CUDA_GEMM_Q=wgmma; an experiment not yet run on the GPU) keeps the
+// same tiles, stages and weight decoding but multiplies with Hopper's asynchronous warpgroup MMA:
+// each of the two warpgroups takes 64 tokens x the 128 rows (m64n128k16 straight from the
+// swizzled tiles, which are already wgmma's 128-byte-swizzle K-major layout), and the warps decode
+// the next stage's weights while the tensor cores work, instead of issuing mma.sync themselves.
+#include <cstdlib>
+#include <string_view>
+#include <type_traits>
+
 #include "ops/cuda/gemm_q.cuh"
 #include "ops/cuda/gemm_q.h"
 #include "ops/cuda/launch.cuh"
 #include "ops/cuda/mma.cuh"
+#include "ops/cuda/wgmma.cuh"
 
 namespace cera::ops::cuda {
 namespace {
@@ -24,6 +34,7 @@ constexpr int kBK = 64;   // k per stage: two 32-weight chunks per row
 constexpr int kThreads = 256;
 constexpr int kTileHalves = kBM * kBK;                // == kBN * kBK
 constexpr int kSmemBytes = 2 * 2 * kTileHalves * 2;  // 2 stages x (x, w) tiles of f16: 64 KiB
+constexpr int kWgSmemBytes = kSmemBytes + 1024;      // wgmma: the tiles 1024-byte aligned (the swizzle's period)
 static_assert(kBM == kBN && kThreads == 2 * kBN, "one weight chunk per thread and stage");
 
 struct GemmQParams {
@@ -41,12 +52,14 @@ struct GemmQParams {
 // 8 rows one ldmatrix phase reads (and the 8 stores of a quarter warp) on distinct bank groups.
 __device__ __forceinline__ int swz(int r, int c) { return r * kBK + ((c ^ (r & 7)) << 3); }
 
-template <DType T>
+template <DType T, bool kWg>
 __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_constant__ GemmQParams p) {
   pdl_entry();
   using Chunk = GemmChunk<T>;
   using Raw = typename Chunk::Raw;
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  uint8_t* smem = smem_raw;
+  if constexpr (kWg) smem += (1024 - (smem_addr(smem_raw) & 1023)) & 1023;
   __half* xs = reinterpret_cast<__half*>(smem);  // [2][kBM][kBK] swizzled
   __half* ws = xs + 2 * kTileHalves;              // [2][kBN][kBK] swizzled
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -82,15 +95,16 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_consta
 
   constexpr bool kBf16 = T == DType::kBF16;
   const int wm = warp & 1, wn = warp >> 1;  // warp tile: tokens 64 wm .. +63, rows 32 wn .. +31
-  float acc[4][4][4];
+  // mma.sync: [mi][ni][e] of the warp tile; wgmma: d[64] of the warpgroup's 64 tokens x 128 rows.
+  std::conditional_t<kWg, float[64], float[4][4][4]> acc;
+  {
+    float* a = reinterpret_cast<float*>(&acc);
 #pragma unroll
-  for (int mi = 0; mi < 4; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
+    for (int i = 0; i < 64; ++i) a[i] = 0.0f;
+  }
 
-  auto compute = [&](const __half* xt, const __half* wt) {
+  // (d: acc, generic so that each variant instantiates only its own product.)
+  auto compute = [&](const __half* xt, const __half* wt, auto& d) {
     const uint32_t xb = smem_addr(xt), wb = smem_addr(wt);
 #pragma unroll
     for (int ks = 0; ks < kBK / 16; ++ks) {
@@ -113,8 +127,28 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_consta
         uint32_t a[4];
         ldsm_x4(xb + 2 * swz(r, c), a);
 #pragma unroll
-        for (int ni = 0; ni < 4; ++ni) mma16816<kBf16>(acc[mi][ni], a, b[ni][0], b[ni][1]);
+        for (int ni = 0; ni < 4; ++ni) mma16816<kBf16>(d[mi][ni], a, b[ni][0], b[ni][1]);
       }
+    }
+  };
+  // wgmma: warpgroup g multiplies its 64 tokens by the 128 rows, 4 products of k 16 per stage,
+  // issued and left running (the caller waits before the stage is overwritten).
+  auto compute_wg = [&](const __half* xt, const __half* wt, auto& d) {
+    const uint64_t da = wgmma::desc_k128(smem_addr(xt + 64 * (warp >> 2) * kBK)), db = wgmma::desc_k128(smem_addr(wt));
+    wgmma::fence_operands(d);
+    wgmma::fence();
+#pragma unroll
+    for (int ks = 0; ks < kBK / 16; ++ks) wgmma::mma_m64n128k16<kBf16>(d, da + 2 * ks, db + 2 * ks);
+    wgmma::commit();
+    wgmma::fence_operands(d);
+  };
+  // The stage just written (this thread's stores and finished cp.async copies) made visible to the
+  // products, and the products that read the stage about to be overwritten finished.
+  auto stage_written = [&] {
+    if constexpr (kWg) {
+      wgmma::wait<0>();
+      wgmma::fence_operands(acc);
+      wgmma::fence_smem_writes();
     }
   };
 
@@ -130,12 +164,18 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_consta
     cp_async_commit();
   }
   cp_async_wait<0>();
+  stage_written();
   __syncthreads();
   for (int kt = 0; kt < n_ktiles; ++kt) {
     const int s = kt & 1;
-    compute(xs + s * kTileHalves, ws + s * kTileHalves);
+    if constexpr (kWg) {
+      compute_wg(xs + s * kTileHalves, ws + s * kTileHalves, acc);
+    } else {
+      compute(xs + s * kTileHalves, ws + s * kTileHalves, acc);
+    }
     if (kt + 1 < n_ktiles) store_w(raw, ws + (s ^ 1) * kTileHalves);
     cp_async_wait<0>();
+    stage_written();
     __syncthreads();
     if (kt + 2 < n_ktiles) {
       raw = load_w(kt + 2);
@@ -144,30 +184,42 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_consta
     }
   }
 
-  // Accumulator (mi, ni): c0, c1 at token lane / 4, rows 2 (lane % 4) + {0, 1}; c2, c3 8 tokens on.
-#pragma unroll
-  for (int ni = 0; ni < 4; ++ni) {
-    const int o = n0 + 32 * wn + 8 * ni + 2 * (lane & 3);
-    if (o >= p.n_out) continue;
+  // Stores tokens t's outputs o and o + 1 (o + 1 when inside n_out) plus bias.
+  auto store_pair = [&](int t, int o, float v0, float v1) {
+    if (t >= p.n_tokens || o >= p.n_out) return;
     const bool both = o + 1 < p.n_out;
-    float b0 = 0.0f, b1 = 0.0f;
     if (p.bias != nullptr) {
-      b0 = p.bias[o];
-      if (both) b1 = p.bias[o + 1];
+      v0 += p.bias[o];
+      if (both) v1 += p.bias[o + 1];
     }
+    float* dst = p.out + int64_t(t) * p.out_stride + o;
+    if (both && p.out_pairs) {
+      *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+    } else {
+      dst[0] = v0;
+      if (both) dst[1] = v1;
+    }
+  };
+  if constexpr (kWg) {
+    // d[4j + 2h + {0, 1}]: token 64 g + 16 (warp % 4) + lane / 4 + 8 h, rows 8 j + 2 (lane % 4) + {0, 1}.
 #pragma unroll
-    for (int mi = 0; mi < 4; ++mi) {
+    for (int j = 0; j < 16; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int t = m0 + 64 * wm + 16 * mi + (lane >> 2) + 8 * h;
-        if (t >= p.n_tokens) continue;
-        float* dst = p.out + int64_t(t) * p.out_stride + o;
-        const float v0 = acc[mi][ni][2 * h] + b0, v1 = acc[mi][ni][2 * h + 1] + b1;
-        if (both && p.out_pairs) {
-          *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-        } else {
-          dst[0] = v0;
-          if (both) dst[1] = v1;
+        store_pair(m0 + 64 * (warp >> 2) + 16 * (warp & 3) + (lane >> 2) + 8 * h, n0 + 8 * j + 2 * (lane & 3),
+                   acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      }
+    }
+  } else {
+    // Accumulator (mi, ni): c0, c1 at token lane / 4, rows 2 (lane % 4) + {0, 1}; c2, c3 8 tokens on.
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          store_pair(m0 + 64 * wm + 16 * mi + (lane >> 2) + 8 * h, n0 + 32 * wn + 8 * ni + 2 * (lane & 3),
+                     acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
         }
       }
     }
@@ -205,30 +257,40 @@ __global__ void convert_x_kernel(const __grid_constant__ ConvertXParams p) {
   p.out[i] = make_uint4(h[0], h[1], h[2], h[3]);
 }
 
+// CERA_CUDA_GEMM_Q=wgmma: the wgmma variant (see the top of this file).
+bool use_wgmma() {
+  static const bool on = [] {
+    const char* e = std::getenv("CERA_CUDA_GEMM_Q");
+    return e != nullptr && std::string_view(e) == "wgmma";
+  }();
+  return on;
+}
+
 using GemmKernel = void (*)(GemmQParams);
+template <bool kWg>
 GemmKernel kernel_of(DType t) {
   switch (t) {
-    case DType::kF16: return gemm_q_kernel<DType::kF16>;
-    case DType::kBF16: return gemm_q_kernel<DType::kBF16>;
-    case DType::kQ4_0: return gemm_q_kernel<DType::kQ4_0>;
-    case DType::kQ4_1: return gemm_q_kernel<DType::kQ4_1>;
-    case DType::kQ5_0: return gemm_q_kernel<DType::kQ5_0>;
-    case DType::kQ5_1: return gemm_q_kernel<DType::kQ5_1>;
-    case DType::kQ8_0: return gemm_q_kernel<DType::kQ8_0>;
-    case DType::kQ4_K: return gemm_q_kernel<DType::kQ4_K>;
-    case DType::kQ5_K: return gemm_q_kernel<DType::kQ5_K>;
-    case DType::kQ6_K: return gemm_q_kernel<DType::kQ6_K>;
+    case DType::kF16: return gemm_q_kernel<DType::kF16, kWg>;
+    case DType::kBF16: return gemm_q_kernel<DType::kBF16, kWg>;
+    case DType::kQ4_0: return gemm_q_kernel<DType::kQ4_0, kWg>;
+    case DType::kQ4_1: return gemm_q_kernel<DType::kQ4_1, kWg>;
+    case DType::kQ5_0: return gemm_q_kernel<DType::kQ5_0, kWg>;
+    case DType::kQ5_1: return gemm_q_kernel<DType::kQ5_1, kWg>;
+    case DType::kQ8_0: return gemm_q_kernel<DType::kQ8_0, kWg>;
+    case DType::kQ4_K: return gemm_q_kernel<DType::kQ4_K, kWg>;
+    case DType::kQ5_K: return gemm_q_kernel<DType::kQ5_K, kWg>;
+    case DType::kQ6_K: return gemm_q_kernel<DType::kQ6_K, kWg>;
     default: return nullptr;
   }
 }
 
 // The dynamic shared-memory limit is raised once per kernel (and device: one device per process).
-void allow_smem(DType t, GemmKernel k) {
-  static bool done[32] = {};
-  const auto i = size_t(t) % 32;
-  if (done[i]) return;
-  CERA_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  done[i] = true;
+void allow_smem(DType t, bool wg, GemmKernel k) {
+  static bool done[2][32] = {};
+  bool& d = done[wg ? 1 : 0][size_t(t) % 32];
+  if (d) return;
+  CERA_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, wg ? kWgSmemBytes : kSmemBytes));
+  d = true;
 }
 
 template <DType T>
@@ -250,7 +312,7 @@ void decode_host(const QWeight& w, int64_t row, int64_t j, int64_t n_in, float (
 
 bool gemm_q_supports(const TensorView& weight) {
   const DType t = weight.dtype;
-  if (t == DType::kF32 || kernel_of(t) == nullptr) return false;
+  if (t == DType::kF32 || kernel_of<false>(t) == nullptr) return false;
   if (dtype_block_size(t) != 1) return true;
   return weight.cols() % 8 == 0 && weight.stride() % 16 == 0 && reinterpret_cast<uintptr_t>(weight.data) % 16 == 0;
 }
@@ -286,10 +348,11 @@ void gemm_q(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
   p.n_out = int(n_out);
   p.k_pad = int(k_pad);
   p.out_pairs = p.out_stride % 2 == 0 && reinterpret_cast<uintptr_t>(out.data) % 8 == 0;
-  const GemmKernel k = kernel_of(weight.dtype);
-  allow_smem(weight.dtype, k);
+  const bool wg = use_wgmma();
+  const GemmKernel k = wg ? kernel_of<true>(weight.dtype) : kernel_of<false>(weight.dtype);
+  allow_smem(weight.dtype, wg, k);
   const dim3 grid(unsigned(m_pad / kBM), ceil_div(n_out, kBN));
-  launch(ctx.stream(), k, grid, kThreads, kSmemBytes, p);
+  launch(ctx.stream(), k, grid, kThreads, wg ? kWgSmemBytes : kSmemBytes, p);
   CERA_CUDA_LAUNCHED();
 }
 

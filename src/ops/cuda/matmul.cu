@@ -144,9 +144,9 @@ __global__ void add_bias_kernel(const __grid_constant__ BiasParams p) {
 }
 
 // The prefill path: dequantized f16 copy + cuBLAS by default; CERA_CUDA_GEMM=mma selects
-// gemm_q.cu's in-kernel dequantizing mma.sync GEMM, which measured 0.3-0.85x the cuBLAS path's
-// speed on the 8B shapes on the H200 (docs/benchmarks/cuda.md, v4): kept for its tests and
-// for the next version (wgmma), not used by default.
+// gemm_q.cu's in-kernel dequantizing GEMM, whose mma.sync form measured 0.3-0.85x the cuBLAS
+// path's speed on the 8B shapes on the H200 (docs/benchmarks/cuda.md, v4); its wgmma form
+// (CERA_CUDA_GEMM_Q=wgmma, v7) is not yet measured. Not used by default.
 bool cublas_gemm_forced() {
   static const bool forced = [] {
     const char* e = std::getenv("CERA_CUDA_GEMM");
