@@ -19,6 +19,7 @@ constexpr int32_t kBlock = 4, kSlots = 256;
 
 struct HostWeights {
   int64_t n_embd = 0;
+  DType down_type[kLayers] = {DType::kQ4_K, DType::kQ4_K};
   std::vector<std::byte> embd, head;
   std::vector<std::vector<std::byte>> wq, wk, wv, wo, gate, up, down;
   std::vector<float> norm, freq_factors;
@@ -34,9 +35,12 @@ std::vector<std::byte> quantized(std::mt19937& rng, DType t, int64_t n_in, int64
   return w;
 }
 
-HostWeights make_weights(std::mt19937& rng, int64_t n_embd) {
+// down1: layer 1's down projection. Q4_K (default) takes Q8_K activations, quantized by the
+// matmul itself; a Q8_0-family type takes the Q8_0 codes that the fused activation writes (fused.h).
+HostWeights make_weights(std::mt19937& rng, int64_t n_embd, DType down1 = DType::kQ4_K) {
   HostWeights h;
   h.n_embd = n_embd;
+  h.down_type[1] = down1;
   h.embd = quantized(rng, DType::kQ8_0, n_embd, kVocab);
   h.head = quantized(rng, DType::kQ8_0, n_embd, kVocab);
   for (int l = 0; l < kLayers; ++l) {
@@ -46,7 +50,7 @@ HostWeights make_weights(std::mt19937& rng, int64_t n_embd) {
     h.wo.push_back(quantized(rng, DType::kQ4_0, kHead * kHeadDim, n_embd));
     h.gate.push_back(quantized(rng, DType::kQ4_0, n_embd, kFf));
     h.up.push_back(quantized(rng, DType::kQ4_0, n_embd, kFf));
-    h.down.push_back(quantized(rng, DType::kQ4_K, kFf, n_embd));  // a K-quant: unfused Q8_K path
+    h.down.push_back(quantized(rng, h.down_type[l], kFf, n_embd));
   }
   h.norm = random_floats(rng, n_embd, 0.5f, 1.5f);
   h.freq_factors = random_floats(rng, kHeadDim / 2, 1.0f, 4.0f);
@@ -66,7 +70,7 @@ class MiniModel {
                          import(h.wv[l], DType::kQ4_0, n_embd, kHeadKv * kHeadDim),
                          import(h.wo[l], DType::kQ4_0, kHead * kHeadDim, n_embd),
                          import(h.gate[l], DType::kQ4_0, n_embd, kFf), import(h.up[l], DType::kQ4_0, n_embd, kFf),
-                         import(h.down[l], DType::kQ4_K, kFf, n_embd)});
+                         import(h.down[l], h.down_type[l], kFf, n_embd)});
       k_.push_back(make_tensor(b, {kHeadKv * kHeadDim, kSlots, 1, 1}, std::vector<float>(kHeadKv * kHeadDim * kSlots)));
       v_.push_back(make_tensor(b, {kHeadKv * kHeadDim, kSlots, 1, 1}, std::vector<float>(kHeadKv * kHeadDim * kSlots)));
     }
@@ -155,12 +159,12 @@ class MiniModel {
 
 // Decode steps and small batches through both backends (and the CPU for n_embd 256); returns
 // nothing, the comparisons are the test's.
-void run_steps(int64_t n_embd, bool with_cpu) {
+void run_steps(int64_t n_embd, bool with_cpu, DType down1 = DType::kQ4_K) {
   auto eager = make_cuda_backend({.graphs = false});
   auto graph = make_cuda_backend({.graphs = true});
   ASSERT_TRUE(eager.ok() && graph.ok());
   std::mt19937 rng(21);
-  HostWeights hw = make_weights(rng, n_embd);
+  HostWeights hw = make_weights(rng, n_embd, down1);
   MiniModel m_eager(**eager, hw), m_graph(**graph, hw), m_cpu(*backends().cpu, hw);
   // Blocks handed out in a scrambled order; the table grows one block per kBlock tokens.
   const std::vector<int32_t> pool = {17, 3, 40, 9, 22, 0, 31, 12, 5, 60, 44, 27, 8, 51, 36, 2};
@@ -195,6 +199,14 @@ TEST(CudaGraph, ReplayedForwardMatchesEager) {
 TEST(CudaGraph, ReplayedForwardMatchesEagerAtWidth1056) {
   CERA_SKIP_WITHOUT_CUDA();
   run_steps(1056, false);
+}
+
+// Layer 1's down projection Q4_0: replay fuses SwiGLU with its Q8_0 quantization (fused.h), and
+// with CERA_CUDA_GEMV_STREAM=all CERA_CUDA_FUSE_GATED=1 (scripts/cuda-check.sh) writes h and its
+// codes in the gate/up GEMV's epilogue instead.
+TEST(CudaGraph, ReplayedForwardMatchesEagerWithAQ8_0DownProjection) {
+  CERA_SKIP_WITHOUT_CUDA();
+  run_steps(256, true, DType::kQ4_0);
 }
 
 }  // namespace

@@ -25,6 +25,14 @@ __device__ __forceinline__ void quantize_q8_0_lane(float v, int8_t* q, float2* d
   if (lane == 0) *ds = make_float2(__half2float(__float2half_rn(d)), float(sum));
 }
 
+// The gated FFN's activation, act(gate) * up, as every kernel computing it writes it (the
+// elementwise verb, the fused activation + quantization, the streaming GEMV's gated epilogue).
+__device__ __forceinline__ float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+__device__ __forceinline__ float silu_gated(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
+
 // Element conversions of cache rows (F32 or F16; float -> half rounds to nearest even like the
 // CPU's float_to_half).
 __device__ __forceinline__ float to_float(float x) { return x; }

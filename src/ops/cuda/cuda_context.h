@@ -68,6 +68,10 @@ inline constexpr int64_t kActBf16 = -2;
 struct QuantActCache {
   const void* x = nullptr;  // null: nothing valid
   int64_t x_stride = 0, n_in = 0, n_tokens = 0, act_block = 0;
+  // Where the 8-bit codes lie when not at the start of kActQ8 scratch (the streaming GEMV's gated
+  // epilogue writes them beside its queues: gemv.cu); null: kActQ8.
+  int8_t* q = nullptr;
+  float2* ds = nullptr;
   bool matches(const void* px, int64_t stride, int64_t n, int64_t t, int64_t blk) const {
     return x != nullptr && x == px && x_stride == stride && n_in == n && n_tokens == t && act_block == blk;
   }

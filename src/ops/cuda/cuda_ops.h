@@ -34,6 +34,18 @@ struct GemvTarget {
   const ResidualAdd* residual = nullptr;
 };
 void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts);
+// The gate and up projections of a gated FFN in one streaming GEMV launch (1-2 tokens) that also
+// writes h = act(gate) * up and, with quantize, h's Q8_0 codes for the down projection (left in
+// the activation cache): fused.cu's gate ; up ; gated_activation. Only with
+// CERA_CUDA_FUSE_GATED=1 (an experiment not yet run on the GPU) and where the launch streams.
+// False: the caller runs the calls unfused (x may already be quantized; the cache says so).
+struct GatedTarget {
+  TensorView h;  // F32 [n_ff, n_tokens]
+  Activation act;
+  bool quantize;
+};
+bool gemv_gated(CudaContext& ctx, const TensorView& x, const GemvTarget& gate, const GemvTarget& up,
+                const GatedTarget& out);
 // The kActQ8 scratch of a GEMV: codes [n_tokens, n_in], then (d, code sum) per 32 elements.
 struct ActQ8 {
   int8_t* q;

@@ -4,6 +4,7 @@
 // reference ((x * inv) * w).
 #include <cuda_fp16.h>
 
+#include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/launch.cuh"
 
@@ -56,14 +57,9 @@ struct ElementwiseParams {
   uint16_t* out_f16;    // null, or [rows][cols] packed: the output also rounded to f16 (prompt GEMM input)
 };
 
-__device__ __forceinline__ float gelu_tanh(float x) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
-}
-
 __device__ __forceinline__ float apply(const ElementwiseParams& p, float a, float b) {
   switch (p.op) {
-    case Elementwise::kSilu: return a / (1.0f + expf(-a)) * b;
+    case Elementwise::kSilu: return silu_gated(a, b);
     case Elementwise::kGeluTanh: return gelu_tanh(a) * b;
     case Elementwise::kAddScaled: return __fmaf_rn(p.s, b, a);  // fused.cu: same
     default: return a * p.s;

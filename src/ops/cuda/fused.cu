@@ -135,11 +135,6 @@ struct ActQuantParams {
   float2* ds;
 };
 
-__device__ __forceinline__ float gelu_tanh(float x) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
-}
-
 // One warp per 32 elements: out = act(gate) * up (as elementwise_kernel) and its Q8_0 codes.
 __global__ void act_quant_kernel(const __grid_constant__ ActQuantParams p) {
   pdl_entry();
@@ -149,7 +144,7 @@ __global__ void act_quant_kernel(const __grid_constant__ ActQuantParams p) {
   if (blk * 32 >= p.n) return;
   const int64_t i = blk * 32 + lane;
   const float a = p.gate[t * p.gate_stride + i], b = p.up[t * p.up_stride + i];
-  const float v = p.gelu ? gelu_tanh(a) * b : a / (1.0f + expf(-a)) * b;
+  const float v = p.gelu ? gelu_tanh(a) * b : silu_gated(a, b);
   p.out[t * p.out_stride + i] = v;
   quantize_q8_0_lane(v, p.q + t * p.n + blk * 32, p.ds + t * (p.n / 32) + blk);
 }
@@ -375,6 +370,29 @@ size_t fuse_matmuls(CudaContext& ctx, std::span<const Call> calls, size_t i) {
   return n;
 }
 
+// matmul(G, Wg, X) ; matmul(U, Wu, X) ; gated_activation(H, G, U) [; matmul(., Q8_0-type, H)]:
+// one streaming GEMV launch that also writes H (and its codes for the matmul after it), when
+// gemv_gated takes it (CERA_CUDA_FUSE_GATED=1).
+size_t fuse_gated(CudaContext& ctx, std::span<const Call> calls, size_t i) {
+  if (i + 2 >= calls.size()) return 0;
+  const Call& g = calls[i];
+  const Call& u = calls[i + 1];
+  const Call& a = calls[i + 2];
+  if (u.verb != Verb::kMatmul || a.verb != Verb::kGatedActivation || g.b.rows() == 0) return 0;
+  if (!same_view(u.b, g.b) || u.a.dtype != g.a.dtype || u.a.cols() != g.a.cols() || u.a.rows() != g.a.rows()) return 0;
+  if (!same_view(a.a, g.out) || !same_view(a.b, u.out) || a.out.dtype != DType::kF32) return 0;
+  const TensorView* views[] = {&g.out, &u.out, &a.out, &g.b};
+  for (int x = 0; x < 4; ++x) {
+    for (int y = x + 1; y < 4; ++y) {
+      if (!disjoint(*views[x], *views[y])) return 0;
+    }
+  }
+  const Call* next = i + 3 < calls.size() ? &calls[i + 3] : nullptr;
+  const GemvTarget gt{g.out, g.a, g.c.data != nullptr ? &g.c : nullptr};
+  const GemvTarget ut{u.out, u.a, u.c.data != nullptr ? &u.c : nullptr};
+  return gemv_gated(ctx, g.b, gt, ut, {a.out, a.act, q8_consumer(next, a.out)}) ? 3 : 0;
+}
+
 // matmul(H, W, X) ; add_scaled(R, R, H, s): the residual add in the GEMV's epilogue (GemvTarget::
 // residual); R must be apart from H, X and the weight. The norm that follows then reads R only.
 size_t fuse_matmul_add(CudaContext& ctx, const Call& m, const Call* add) {
@@ -408,6 +426,7 @@ size_t run_fused(CudaContext& ctx, std::span<const Call> calls, size_t i) {
         const char* e = std::getenv("CERA_CUDA_GEMV_ADD");
         return e == nullptr || std::string(e) != "0";
       }();
+      if (const size_t n = fuse_gated(ctx, calls, i); n > 0) return n;
       if (const size_t n = fuse_matmuls(ctx, calls, i); n > 0) return n;
       return add_env ? fuse_matmul_add(ctx, c, at(1)) : 0;
     }

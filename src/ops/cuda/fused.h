@@ -4,6 +4,7 @@
 //   gated_activation(G, ..) ; matmul(., Q8_0 weight, G)                     -> act + quantize
 //   rope(Q) ; rope(K) ; kv_store(K, V)                                      -> one kernel
 //   matmul ; matmul [; matmul] on one x (Q/K/V, gate/up)                    -> one GEMV launch
+//   gate matmul ; up matmul ; gated_activation (CERA_CUDA_FUSE_GATED=1)      -> one streaming GEMV
 //   matmul(H, ., X) ; add_scaled(R, R, H) (O and down + residual)            -> the add in the GEMV
 //   rms_norm(H, R), H apart from R: several blocks a row (the norm after that add)
 // Each writes every output the separate verbs write, with the same float operations, and leaves

@@ -213,9 +213,10 @@ bool stream_pays(DType t, int64_t n_in, int64_t rows) {
 }
 
 template <DType T, int B>
-bool launch_stream_as(CudaContext& ctx, const GemvParams& g, int32_t* queues) {
+bool launch_stream_as(CudaContext& ctx, const GemvParams& g, const gemv_stream::GatedOut& gated, int32_t* queues) {
   gemv_stream::StreamParams p{};
   p.g = g;
+  p.gated = gated;
   p.queue = queues + 2 * (ctx.next_launch_slot() % gemv_stream::kQueueSlots);
   for (int i = 0; i < g.n_parts; ++i) p.first_row[i + 1] = p.first_row[i] + g.part[i].n_out;
   gemv_stream::StreamPlan plan;
@@ -236,13 +237,16 @@ bool launch_stream_as(CudaContext& ctx, const GemvParams& g, int32_t* queues) {
 }
 
 template <DType T>
-bool launch_stream_b(CudaContext& ctx, const GemvParams& g, int b, int32_t* queues) {
-  return b == 1 ? launch_stream_as<T, 1>(ctx, g, queues) : b == 2 ? launch_stream_as<T, 2>(ctx, g, queues) : false;
+bool launch_stream_b(CudaContext& ctx, const GemvParams& g, const gemv_stream::GatedOut& gated, int b,
+                     int32_t* queues) {
+  return b == 1 ? launch_stream_as<T, 1>(ctx, g, gated, queues)
+                : b == 2 ? launch_stream_as<T, 2>(ctx, g, gated, queues) : false;
 }
 
 // True when the streaming kernel took the pass (vec: 8 when plain rows and activations are 16-byte
-// aligned; queues: the zeroed queue slots).
-bool launch_stream(CudaContext& ctx, const GemvParams& g, DType t, int b, int64_t vec, int32_t* queues) {
+// aligned; gated: the gated epilogue's outputs, or none; queues: the zeroed queue slots).
+bool launch_stream(CudaContext& ctx, const GemvParams& g, const gemv_stream::GatedOut& gated, DType t, int b,
+                   int64_t vec, int32_t* queues) {
   int64_t rows = 0;
   bool aligned = true;  // bulk copies read 16-byte aligned sources (weights are cudaMalloc'd: always)
   for (int i = 0; i < g.n_parts; ++i) {
@@ -252,13 +256,13 @@ bool launch_stream(CudaContext& ctx, const GemvParams& g, DType t, int b, int64_
   }
   if (b > gemv_stream::kMaxTokens || !aligned || !stream_pays(t, g.n_in, rows)) return false;
   switch (t) {
-    case DType::kF16: return vec == 8 && launch_stream_b<DType::kF16>(ctx, g, b, queues);
-    case DType::kBF16: return vec == 8 && launch_stream_b<DType::kBF16>(ctx, g, b, queues);
-    case DType::kQ4_0: return launch_stream_b<DType::kQ4_0>(ctx, g, b, queues);
-    case DType::kQ4_1: return launch_stream_b<DType::kQ4_1>(ctx, g, b, queues);
-    case DType::kQ5_0: return launch_stream_b<DType::kQ5_0>(ctx, g, b, queues);
-    case DType::kQ5_1: return launch_stream_b<DType::kQ5_1>(ctx, g, b, queues);
-    case DType::kQ8_0: return launch_stream_b<DType::kQ8_0>(ctx, g, b, queues);
+    case DType::kF16: return vec == 8 && launch_stream_b<DType::kF16>(ctx, g, gated, b, queues);
+    case DType::kBF16: return vec == 8 && launch_stream_b<DType::kBF16>(ctx, g, gated, b, queues);
+    case DType::kQ4_0: return launch_stream_b<DType::kQ4_0>(ctx, g, gated, b, queues);
+    case DType::kQ4_1: return launch_stream_b<DType::kQ4_1>(ctx, g, gated, b, queues);
+    case DType::kQ5_0: return launch_stream_b<DType::kQ5_0>(ctx, g, gated, b, queues);
+    case DType::kQ5_1: return launch_stream_b<DType::kQ5_1>(ctx, g, gated, b, queues);
+    case DType::kQ8_0: return launch_stream_b<DType::kQ8_0>(ctx, g, gated, b, queues);
     default: return false;
   }
 }
@@ -276,7 +280,9 @@ ActQ8 quantize_activations(CudaContext& ctx, const TensorView& x, int64_t act_bl
   if (!ctx.launching()) return a;
   QuantActCache& cache = ctx.act_cache();
   // Q/K/V (and gate/up) quantize their shared input once: 2 of 3 (1 of 2) launches saved.
-  if (cache.matches(x.data, x.stride(), n_in, n_rows, act_block)) return a;
+  if (cache.matches(x.data, x.stride(), n_in, n_rows, act_block)) {
+    return cache.q != nullptr ? ActQ8{cache.q, cache.ds} : a;
+  }
   constexpr int64_t kMaxGridRows = 32768;  // gridDim.y limit is 65535
   for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxGridRows) {
     const int64_t rows = std::min(kMaxGridRows, n_rows - r0);
@@ -304,7 +310,35 @@ void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
   gemv_parts(ctx, x, std::span(&one, 1));
 }
 
-void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts) {
+namespace {
+
+// The streaming GEMV's scratch (zeroed once, sized in every mode: a graph's recording pass
+// allocates what its capture will use): the launches' queues, the gated epilogue's arrival
+// counters, and the codes it writes (apart from kActQ8, which the launch is reading).
+struct StreamScratch {
+  int32_t* queues;    // [2 * kQueueSlots]
+  int32_t* arrivals;  // [kMaxArrivalBlocks]
+  int8_t* q;          // [kMaxTokens, kMaxArrivalBlocks * 32] codes, then (d, sum) per 32
+  float2* ds;
+};
+StreamScratch stream_scratch(CudaContext& ctx) {
+  using namespace gemv_stream;
+  constexpr uint64_t kInts = 2 * kQueueSlots + kMaxArrivalBlocks;
+  constexpr uint64_t kCodes = uint64_t(kMaxTokens) * kMaxArrivalBlocks * 32;
+  auto* base = static_cast<uint8_t*>(ctx.zeroed_scratch(ScratchKind::kGemvQueues, kInts * 4 + kCodes + kCodes / 4));
+  auto* ints = reinterpret_cast<int32_t*>(base);
+  int8_t* q = reinterpret_cast<int8_t*>(base + kInts * 4);
+  return {ints, ints + 2 * kQueueSlots, q, reinterpret_cast<float2*>(q + kCodes)};
+}
+
+// A launch's parameters before its passes: parts, activations (quantized for block types), the
+// plain-row vector width (8: 16-byte aligned rows and activations) and the streaming scratch.
+struct GemvLaunch {
+  GemvParams p;
+  int64_t vec;
+  StreamScratch scratch;
+};
+GemvLaunch prepare_gemv(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts) {
   CERA_CHECK(!parts.empty() && parts.size() <= size_t(kMaxGemvParts));
   const TensorView& weight = parts[0].weight;
   const int64_t n_in = weight.cols(), n_tokens = x.rows();
@@ -344,10 +378,17 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
     p.xq = a.q;
     p.xds = a.ds;
   }
-  // The streaming kernel's queues, sized in every mode: a graph's recording pass allocates what
-  // its capture will use.
-  auto* queues = static_cast<int32_t*>(
-      ctx.zeroed_scratch(ScratchKind::kGemvQueues, 2 * sizeof(int32_t) * gemv_stream::kQueueSlots));
+  return {p, vec, stream_scratch(ctx)};
+}
+
+}  // namespace
+
+void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarget> parts) {
+  const GemvLaunch l = prepare_gemv(ctx, x, parts);
+  const GemvParams& p = l.p;
+  const int64_t n_in = p.n_in, n_tokens = x.rows();
+  const DType t = parts[0].weight.dtype;
+  const bool plain = dtype_block_size(t) == 1;
   if (!ctx.launching()) return;
   int64_t rows = 0;  // of the launch: the row-split rule reads it
   for (size_t i = 0; i < parts.size(); ++i) rows += p.part[i].n_out;
@@ -364,12 +405,12 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
       pp.xq = p.xq + t0 * n_in;
       pp.xds = p.xds + t0 * (n_in / 32);
     }
-    if (launch_stream(ctx, pp, t, b, vec, queues)) {
+    if (launch_stream(ctx, pp, {}, t, b, l.vec, l.scratch.queues)) {
       CERA_CUDA_LAUNCHED();
       continue;
     }
     // The rows a block computes depend on the pass's token count (row splits for 1 and 2 only).
-    const GemvPick k = pick_kernel(t, b, vec, n_in, {rows, ctx.sm_count()});
+    const GemvPick k = pick_kernel(t, b, l.vec, n_in, {rows, ctx.sm_count()});
     CERA_CHECK_MSG(k.kernel != nullptr, "gemv: no kernel for " + std::string(dtype_name(t)));
     int64_t blocks = 0;
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -379,6 +420,37 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
     launch(ctx.stream(), k.kernel, unsigned(blocks), kWarps * 32, 0, pp);
     CERA_CUDA_LAUNCHED();
   }
+}
+
+bool gemv_gated(CudaContext& ctx, const TensorView& x, const GemvTarget& gate, const GemvTarget& up,
+                const GatedTarget& out) {
+  static const bool on = [] {  // an experiment until measured (docs/benchmarks/cuda.md, v7)
+    const char* e = std::getenv("CERA_CUDA_FUSE_GATED");
+    return e != nullptr && std::string(e) == "1";
+  }();
+  const int64_t n_tokens = x.rows(), n_ff = gate.weight.rows(), n_in = gate.weight.cols();
+  const DType t = gate.weight.dtype;
+  if (!on || n_tokens == 0 || n_tokens > gemv_stream::kMaxTokens || gate.residual != nullptr ||
+      up.residual != nullptr || up.weight.dtype != t || up.weight.rows() != n_ff || up.weight.cols() != n_in ||
+      n_ff > int64_t{gemv_stream::kMaxArrivalBlocks} * 32 || (out.quantize && n_ff % 32 != 0) ||
+      !stream_pays(t, n_in, 2 * n_ff)) {
+    return false;
+  }
+  const GemvTarget parts[2] = {gate, up};
+  const GemvLaunch l = prepare_gemv(ctx, x, parts);
+  GemvParams p = l.p;
+  p.part[0].out = reinterpret_cast<float*>(gate.out.data);
+  p.part[1].out = reinterpret_cast<float*>(up.out.data);
+  if (dtype_block_size(t) == 1) p.xf = reinterpret_cast<const float*>(x.data);
+  const gemv_stream::GatedOut g{reinterpret_cast<float*>(out.h.data), out.h.stride() / 4,
+                                out.quantize ? l.scratch.q : nullptr, out.quantize ? l.scratch.ds : nullptr,
+                                l.scratch.arrivals, int32_t(n_ff), out.act == Activation::kGeluTanh};
+  if (!ctx.launching() || !launch_stream(ctx, p, g, t, int(n_tokens), l.vec, l.scratch.queues)) return false;
+  CERA_CUDA_LAUNCHED();
+  // The down projection finds h's codes where the epilogue wrote them.
+  ctx.act_cache() = {};
+  if (out.quantize) ctx.act_cache() = {out.h.data, out.h.stride(), n_ff, n_tokens, 32, l.scratch.q, l.scratch.ds};
+  return true;
 }
 
 }  // namespace cera::ops::cuda

@@ -56,12 +56,13 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Token t's output of `row` from its dot product: + bias, stored, and the residual add.
-__device__ __forceinline__ void store_value(const GemvPart& p, int t, int64_t row, float dot) {
+// Token t's output of `row` from its dot product: + bias, stored (and returned), and the residual add.
+__device__ __forceinline__ float store_value(const GemvPart& p, int t, int64_t row, float dot) {
   const float v = dot + (p.bias != nullptr ? p.bias[row] : 0.0f);
   p.out[t * p.out_stride + row] = v;
   // As elementwise_kernel's kAddScaled on the stored output.
   if (p.res != nullptr) p.res[t * p.res_stride + row] = __fmaf_rn(p.res_scale, v, p.res[t * p.res_stride + row]);
+  return v;
 }
 
 template <int B>

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/gemv_kernels.cuh"
 #include "ops/cuda/mma.cuh"
 
@@ -155,8 +156,24 @@ constexpr int unit_elems() {
 }
 
 // ---- parameters ---------------------------------------------------------------------------------
+// Gated mode (fused.cu: gate ; up ; gated_activation, CERA_CUDA_FUSE_GATED=1): the launch's two
+// parts are the gate and the up weight of n_ff rows each. A row group holds gate rows 4g .. 4g+3
+// and the up rows of the same outputs, and its epilogue also writes h = act(gate) * up and, with
+// q, h's Q8_0 codes: the last of a 32-output block's 8 groups to finish quantizes the block
+// (an arrival counter a block, as the attention kernel merges its splits).
+struct GatedOut {
+  float* h;            // null: not gated; else token t, output j at h[t * h_stride + j]
+  int64_t h_stride;    // floats
+  int8_t* q;           // null, or codes [n_tokens, n_ff] and (d, sum) ds [n_tokens, n_ff / 32]
+  float2* ds;
+  int32_t* arrivals;   // [n_ff / 32] groups done; zero between launches
+  int32_t n_ff;
+  bool gelu;
+};
+
 struct StreamParams {
   GemvParams g;                            // parts (weights, outputs, bias, residual) and activations
+  GatedOut gated;
   int64_t first_row[kMaxGemvParts + 1];    // part i: the launch's rows [first_row[i], first_row[i + 1])
   int32_t* queue;                          // [2]: next row group, blocks done; zero between launches
   int32_t units;                           // per row
@@ -172,6 +189,8 @@ constexpr int kMaxStages = 16;
 constexpr uint32_t kHeaderBytes = kMaxStages * (8 + 8 + 8);
 constexpr int kQueueSlots = 512;         // a launch's queue: slot = launch ordinal % kQueueSlots (gemv.cu)
 constexpr size_t kMaxSmem = 227 * 1024;  // shared memory a block may have on sm_90
+constexpr size_t kStaticSmem = 256;      // room for the kernel's static shared memory (vals)
+constexpr int kMaxArrivalBlocks = 8192;  // gated mode: n_ff / 32 at most (gemv.cu)
 
 // The tile a stage holds: row group (-1: no more work) and tile column.
 struct TileHeader {
@@ -197,7 +216,29 @@ __device__ __forceinline__ int part_of_row(const StreamParams& p, int64_t row) {
   return i;
 }
 
-// The rows and units of row group g, tile column c.
+// Row i (0..7) of row group g: its part and row within the part, if it exists.
+struct RowRef {
+  bool valid;
+  int part;
+  int64_t local;
+};
+__device__ __forceinline__ RowRef row_of(const StreamParams& p, int64_t g, int i) {
+  if (p.gated.h != nullptr) {
+    const int64_t j = 4 * g + (i & 3);
+    return {j < p.gated.n_ff, i >> 2, j};
+  }
+  const int64_t row = g * kConsumerWarps + i;
+  if (row >= p.first_row[p.g.n_parts]) return {false, 0, 0};
+  const int part = part_of_row(p, row);
+  return {true, part, row - p.first_row[part]};
+}
+__device__ __forceinline__ int64_t n_groups_of(const StreamParams& p) {
+  if (p.gated.h != nullptr) return (p.gated.n_ff + 3) / 4;
+  return (p.first_row[p.g.n_parts] + kConsumerWarps - 1) / kConsumerWarps;
+}
+
+// The rows and units of row group g, tile column c: rows (the valid ones) and, outside gated
+// mode, the first row of the launch (the group's rows are row0 .. row0 + rows - 1).
 struct Tile {
   int64_t row0;
   int rows;
@@ -205,8 +246,13 @@ struct Tile {
   int ku_this;
 };
 __device__ __forceinline__ Tile tile_of(const StreamParams& p, int64_t g, int c) {
+  const int ku_this = min(p.ku, p.units - c * p.ku);
+  if (p.gated.h != nullptr) {
+    const int64_t left = p.gated.n_ff - 4 * g;
+    return {0, 2 * int(left < 4 ? left : 4), c, ku_this};
+  }
   const int64_t row0 = g * kConsumerWarps, total = p.first_row[p.g.n_parts];
-  return {row0, int(total - row0 < kConsumerWarps ? total - row0 : kConsumerWarps), c, min(p.ku, p.units - c * p.ku)};
+  return {row0, int(total - row0 < kConsumerWarps ? total - row0 : kConsumerWarps), c, ku_this};
 }
 
 // The producer warp: takes row groups from the queue and streams their tiles into the ring, then
@@ -216,7 +262,7 @@ __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, ui
                                         TileHeader* header) {
   const int lane = threadIdx.x & 31;
   const uint64_t policy = evict_first_policy();
-  const int64_t total = p.first_row[p.g.n_parts], n_groups = (total + kConsumerWarps - 1) / kConsumerWarps;
+  const int64_t n_groups = n_groups_of(p);
   // A block's first group is its own (no queue round trip before the first copies); the next one
   // is asked for once this one's copies are issued (asking earlier reserved groups ahead of the
   // blocks that would finish first: 8B down 13.5 -> 17.0 us).
@@ -240,19 +286,18 @@ __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, ui
       __syncwarp();
       // One copy a plane when the group's rows are one contiguous run (one tile column, one part),
       // else one a row and plane.
-      const int p0 = part_of_row(p, t.row0);
-      const bool whole = p.n_col_tiles == 1 && p0 == part_of_row(p, t.row0 + t.rows - 1) && !is_plain<T>();
-      if (lane < (whole ? 1 : t.rows)) {
-        const int64_t row = t.row0 + lane;
-        const int pi = whole ? p0 : part_of_row(p, row);
-        const QWeight& w = p.g.part[pi].w;
+      const bool whole = p.gated.h == nullptr && p.n_col_tiles == 1 && !is_plain<T>() &&
+                         part_of_row(p, t.row0) == part_of_row(p, t.row0 + t.rows - 1);
+      const RowRef r = row_of(p, g, lane);
+      if (lane < kConsumerWarps && r.valid && (!whole || lane == 0)) {
+        const QWeight& w = p.g.part[r.part].w;
         uint8_t* dst = ring + size_t(s) * p.stage_bytes;
         const uint32_t n_rows = whole ? uint32_t(t.rows) : 1u;
 #pragma unroll
         for (int pl = 0; pl < 3; ++pl) {
           const int bytes = plane_bytes<T>(pl);
           if (bytes == 0) continue;
-          const uint8_t* src = plane_at<T>(w, pl, row - p.first_row[pi], p.units, int64_t(t.col) * p.ku);
+          const uint8_t* src = plane_at<T>(w, pl, r.local, p.units, int64_t(t.col) * p.ku);
           bulk_copy(dst + lane * p.ku * bytes, src, n_rows * uint32_t(t.ku_this * bytes), &full[s], policy);
           dst += kConsumerWarps * p.ku * bytes;
         }
@@ -321,6 +366,39 @@ __device__ __forceinline__ void dot_tile(const StreamParams& p, const uint8_t* s
   }
 }
 
+// Gated mode, warp 0 after the group's 8 rows are stored: vals[i][b] holds row i's output of
+// token b (gate rows 0-3, up rows 4-7). Writes h for the group's 4 outputs; with codes, counts
+// the group in its 32-output block and the block's last group quantizes the block.
+template <int B>
+__device__ __forceinline__ void gated_epilogue(const StreamParams& p, int64_t g, const float (&vals)[kConsumerWarps][B]) {
+  const GatedOut& o = p.gated;
+  const int lane = threadIdx.x & 31;
+  const int64_t j = 4 * g + lane;
+  if (lane < 4 && j < o.n_ff) {
+    for (int b = 0; b < B; ++b) {
+      const float gate = vals[lane][b], up = vals[4 + lane][b];
+      o.h[b * o.h_stride + j] = o.gelu ? gelu_tanh(gate) * up : silu_gated(gate, up);
+    }
+  }
+  if (o.q == nullptr) return;
+  __threadfence();  // this group's h visible to the block that quantizes, before it is counted
+  __syncwarp();
+  const int64_t blk = 4 * g / 32;
+  int last = 0;
+  if (lane == 0) {
+    const int64_t left = o.n_ff - 32 * blk;  // outputs from the block's first on
+    const int groups = int(left >= 32 ? 8 : (left + 3) / 4);
+    last = atomicAdd(&o.arrivals[blk], 1) == groups - 1;
+  }
+  if (!__shfl_sync(0xffffffffu, last, 0)) return;
+  __threadfence();
+  for (int b = 0; b < B; ++b) {
+    const float v = __ldcg(o.h + b * o.h_stride + 32 * blk + lane);  // other blocks' writes: from L2
+    quantize_q8_0_lane(v, o.q + b * o.n_ff + 32 * blk, o.ds + b * (o.n_ff / 32) + blk);
+  }
+  if (lane == 0) o.arrivals[blk] = 0;  // every group of the block has counted: ready for the next launch
+}
+
 template <DType T, int B>
 __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_constant__ StreamParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
@@ -346,6 +424,8 @@ __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_cons
     asm volatile("griddepcontrol.wait;" ::: "memory");  // the activations are the previous kernel's
     load_activations<T, B>(p, act);
     consumers_sync();
+    __shared__ float vals[2][kConsumerWarps][B];  // gated mode: the group's outputs, by group parity
+    int parity = 0;
     float acc[B];
     for (int64_t k = 0;; ++k) {
       const int s = int(k % p.n_stages);
@@ -353,19 +433,26 @@ __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_cons
       const TileHeader h = header[s];
       if (h.group < 0) break;
       const Tile t = tile_of(p, h.group, h.col);
+      const RowRef r = row_of(p, h.group, warp);
       if (t.col == 0) {
         for (int b = 0; b < B; ++b) acc[b] = 0.0f;
       }
-      if (warp < t.rows) dot_tile<T, B>(p, ring + size_t(s) * p.stage_bytes, act, warp, t, acc);
+      if (r.valid) dot_tile<T, B>(p, ring + size_t(s) * p.stage_bytes, act, warp, t, acc);
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[s]);
-      if (t.col == p.n_col_tiles - 1 && warp < t.rows) {
-        const int64_t row = t.row0 + warp;
-        const int pi = part_of_row(p, row);
+      if (t.col != p.n_col_tiles - 1) continue;
+      if (r.valid) {
         for (int b = 0; b < B; ++b) {
           const float v = gemv_detail::warp_sum(acc[b]);
-          if (lane == 0) gemv_detail::store_value(p.g.part[pi], b, row - p.first_row[pi], v);
+          if (lane == 0) vals[parity][warp][b] = gemv_detail::store_value(p.g.part[r.part], b, r.local, v);
         }
+      }
+      if (p.gated.h != nullptr) {
+        // Every consumer warp reaches this once a group; vals is double-buffered, so warp 0 reading
+        // this group's outputs never races the next group's writes.
+        consumers_sync();
+        if (warp == 0) gated_epilogue<B>(p, h.group, vals[parity]);
+        parity ^= 1;
       }
     }
   }
@@ -434,7 +521,7 @@ bool plan_stream(StreamParams& p, int64_t total_rows, int sm_count, StreamPlan& 
   }
   p.n_stages = int(std::clamp<uint32_t>(ring / p.stage_bytes, 2, kMaxStages));
   plan.smem = kHeaderBytes + size_t(B) * p.act_bytes + size_t(p.n_stages) * p.stage_bytes;
-  return plan.smem <= kMaxSmem;
+  return plan.smem + kStaticSmem <= kMaxSmem;
 }
 
 }  // namespace cera::ops::cuda::gemv_stream
