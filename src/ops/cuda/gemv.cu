@@ -213,26 +213,27 @@ bool stream_pays(DType t, int64_t n_in, int64_t rows) {
 }
 
 template <DType T, int B>
-bool launch_stream_as(CudaContext& ctx, const GemvParams& g, const gemv_stream::GatedOut& gated, int32_t* queues) {
+bool launch_stream_as(CudaContext& ctx, const GemvParams& g, const gemv_stream::GatedOut& out, int32_t* queues) {
   gemv_stream::StreamParams p{};
   p.g = g;
-  p.gated = gated;
+  p.gated = out;
   p.queue = queues + 2 * (ctx.next_launch_slot() % gemv_stream::kQueueSlots);
   for (int i = 0; i < g.n_parts; ++i) p.first_row[i + 1] = p.first_row[i] + g.part[i].n_out;
   gemv_stream::StreamPlan plan;
   if (!gemv_stream::plan_stream<T, B>(p, p.first_row[g.n_parts], ctx.sm_count(), plan)) return false;
+  const bool gated = out.h != nullptr;
+  const auto kernel = gated ? gemv_stream::gemv_stream_kernel<T, B, true> : gemv_stream::gemv_stream_kernel<T, B, false>;
   // Over 48 KB of dynamic shared memory: the limit raised once per kernel (one device per process)
   // to what the block may have beside the kernel's static shared memory.
-  static const bool raised = [] {
-    const auto kernel = gemv_stream::gemv_stream_kernel<T, B>;
+  static bool raised[2] = {false, false};
+  if (!raised[gated]) {
     cudaFuncAttributes attr{};
     CERA_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
     CERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(gemv_stream::kMaxSmem - attr.sharedSizeBytes)));
-    return true;
-  }();
-  (void)raised;
-  launch(ctx.stream(), gemv_stream::gemv_stream_kernel<T, B>, plan.grid, gemv_stream::kThreads, plan.smem, p);
+    raised[gated] = true;
+  }
+  launch(ctx.stream(), kernel, plan.grid, gemv_stream::kThreads, plan.smem, p);
   return true;
 }
 

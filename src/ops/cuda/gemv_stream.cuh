@@ -162,7 +162,7 @@ constexpr int unit_elems() {
 // q, h's Q8_0 codes: the last of a 32-output block's 8 groups to finish quantizes the block
 // (an arrival counter a block, as the attention kernel merges its splits).
 struct GatedOut {
-  float* h;            // null: not gated; else token t, output j at h[t * h_stride + j]
+  float* h;            // token t, output j at h[t * h_stride + j]
   int64_t h_stride;    // floats
   int8_t* q;           // null, or codes [n_tokens, n_ff] and (d, sum) ds [n_tokens, n_ff / 32]
   float2* ds;
@@ -173,7 +173,6 @@ struct GatedOut {
 
 struct StreamParams {
   GemvParams g;                            // parts (weights, outputs, bias, residual) and activations
-  GatedOut gated;
   int64_t first_row[kMaxGemvParts + 1];    // part i: the launch's rows [first_row[i], first_row[i + 1])
   int32_t* queue;                          // [2]: next row group, blocks done; zero between launches
   int32_t units;                           // per row
@@ -182,6 +181,7 @@ struct StreamParams {
   int32_t n_stages;
   uint32_t stage_bytes;                    // 8 x ku x unit bytes
   uint32_t act_bytes;                      // activation region, per token
+  GatedOut gated;                          // gated mode (gemv_stream_kernel<T, B, true>) only
 };
 
 // Shared memory: n_stages full and empty mbarriers and tile headers, then the activations, then the ring.
@@ -216,53 +216,45 @@ __device__ __forceinline__ int part_of_row(const StreamParams& p, int64_t row) {
   return i;
 }
 
-// Row i (0..7) of row group g: its part and row within the part, if it exists.
+// Gated mode: row i (0..7) of row group g, its part (0 gate, 1 up) and row within the part.
 struct RowRef {
   bool valid;
   int part;
   int64_t local;
 };
-__device__ __forceinline__ RowRef row_of(const StreamParams& p, int64_t g, int i) {
-  if (p.gated.h != nullptr) {
-    const int64_t j = 4 * g + (i & 3);
-    return {j < p.gated.n_ff, i >> 2, j};
-  }
-  const int64_t row = g * kConsumerWarps + i;
-  if (row >= p.first_row[p.g.n_parts]) return {false, 0, 0};
-  const int part = part_of_row(p, row);
-  return {true, part, row - p.first_row[part]};
-}
-__device__ __forceinline__ int64_t n_groups_of(const StreamParams& p) {
-  if (p.gated.h != nullptr) return (p.gated.n_ff + 3) / 4;
-  return (p.first_row[p.g.n_parts] + kConsumerWarps - 1) / kConsumerWarps;
+__device__ __forceinline__ RowRef gated_row(const StreamParams& p, int64_t g, int i) {
+  const int64_t j = 4 * g + (i & 3);
+  return {j < p.gated.n_ff, i >> 2, j};
 }
 
-// The rows and units of row group g, tile column c: rows (the valid ones) and, outside gated
-// mode, the first row of the launch (the group's rows are row0 .. row0 + rows - 1).
+// The rows and units of row group g, tile column c: the group's valid rows (outside gated mode
+// row0 .. row0 + rows - 1 of the launch).
 struct Tile {
   int64_t row0;
   int rows;
   int col;
   int ku_this;
 };
+template <bool kGated>
 __device__ __forceinline__ Tile tile_of(const StreamParams& p, int64_t g, int c) {
-  const int ku_this = min(p.ku, p.units - c * p.ku);
-  if (p.gated.h != nullptr) {
+  if constexpr (kGated) {
     const int64_t left = p.gated.n_ff - 4 * g;
-    return {0, 2 * int(left < 4 ? left : 4), c, ku_this};
+    return {0, 2 * int(left < 4 ? left : 4), c, min(p.ku, p.units - c * p.ku)};
+  } else {
+    const int64_t row0 = g * kConsumerWarps, total = p.first_row[p.g.n_parts];
+    return {row0, int(total - row0 < kConsumerWarps ? total - row0 : kConsumerWarps), c, min(p.ku, p.units - c * p.ku)};
   }
-  const int64_t row0 = g * kConsumerWarps, total = p.first_row[p.g.n_parts];
-  return {row0, int(total - row0 < kConsumerWarps ? total - row0 : kConsumerWarps), c, ku_this};
 }
 
 // The producer warp: takes row groups from the queue and streams their tiles into the ring, then
 // posts a header with group -1 (consumers stop there).
-template <DType T>
+template <DType T, bool kGated>
 __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, uint64_t* full, uint64_t* empty,
                                         TileHeader* header) {
   const int lane = threadIdx.x & 31;
   const uint64_t policy = evict_first_policy();
-  const int64_t n_groups = n_groups_of(p);
+  const int64_t total = p.first_row[p.g.n_parts],
+                n_groups = kGated ? (p.gated.n_ff + 3) / 4 : (total + kConsumerWarps - 1) / kConsumerWarps;
   // A block's first group is its own (no queue round trip before the first copies); the next one
   // is asked for once this one's copies are issued (asking earlier reserved groups ahead of the
   // blocks that would finish first: 8B down 13.5 -> 17.0 us).
@@ -278,26 +270,44 @@ __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, ui
         }
         return;
       }
-      const Tile t = tile_of(p, g, c);
+      const Tile t = tile_of<kGated>(p, g, c);
       if (lane == 0) {
         header[s] = {g, c};
         mbar_arrive_expect_tx(&full[s], uint32_t(t.rows) * t.ku_this * unit_bytes<T>());
       }
       __syncwarp();
+      if constexpr (kGated) {
+        // Lane i copies row i of the group (gate rows 0-3, up rows 4-7), one copy a plane.
+        const RowRef r = gated_row(p, g, lane);
+        if (lane < kConsumerWarps && r.valid) {
+          const QWeight& w = p.g.part[r.part].w;
+          uint8_t* dst = ring + size_t(s) * p.stage_bytes;
+#pragma unroll
+          for (int pl = 0; pl < 3; ++pl) {
+            const int bytes = plane_bytes<T>(pl);
+            if (bytes == 0) continue;
+            const uint8_t* src = plane_at<T>(w, pl, r.local, p.units, int64_t(t.col) * p.ku);
+            bulk_copy(dst + lane * p.ku * bytes, src, uint32_t(t.ku_this * bytes), &full[s], policy);
+            dst += kConsumerWarps * p.ku * bytes;
+          }
+        }
+        continue;
+      }
       // One copy a plane when the group's rows are one contiguous run (one tile column, one part),
       // else one a row and plane.
-      const bool whole = p.gated.h == nullptr && p.n_col_tiles == 1 && !is_plain<T>() &&
-                         part_of_row(p, t.row0) == part_of_row(p, t.row0 + t.rows - 1);
-      const RowRef r = row_of(p, g, lane);
-      if (lane < kConsumerWarps && r.valid && (!whole || lane == 0)) {
-        const QWeight& w = p.g.part[r.part].w;
+      const int p0 = part_of_row(p, t.row0);
+      const bool whole = p.n_col_tiles == 1 && p0 == part_of_row(p, t.row0 + t.rows - 1) && !is_plain<T>();
+      if (lane < (whole ? 1 : t.rows)) {
+        const int64_t row = t.row0 + lane;
+        const int pi = whole ? p0 : part_of_row(p, row);
+        const QWeight& w = p.g.part[pi].w;
         uint8_t* dst = ring + size_t(s) * p.stage_bytes;
         const uint32_t n_rows = whole ? uint32_t(t.rows) : 1u;
 #pragma unroll
         for (int pl = 0; pl < 3; ++pl) {
           const int bytes = plane_bytes<T>(pl);
           if (bytes == 0) continue;
-          const uint8_t* src = plane_at<T>(w, pl, r.local, p.units, int64_t(t.col) * p.ku);
+          const uint8_t* src = plane_at<T>(w, pl, row - p.first_row[pi], p.units, int64_t(t.col) * p.ku);
           bulk_copy(dst + lane * p.ku * bytes, src, n_rows * uint32_t(t.ku_this * bytes), &full[s], policy);
           dst += kConsumerWarps * p.ku * bytes;
         }
@@ -399,7 +409,7 @@ __device__ __forceinline__ void gated_epilogue(const StreamParams& p, int64_t g,
   if (lane == 0) o.arrivals[blk] = 0;  // every group of the block has counted: ready for the next launch
 }
 
-template <DType T, int B>
+template <DType T, int B, bool kGated = false>
 __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_constant__ StreamParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
   auto* full = reinterpret_cast<uint64_t*>(smem);
@@ -419,12 +429,12 @@ __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_cons
   // Let the next launch be scheduled now: its blocks may start their copies beside this one.
   asm volatile("griddepcontrol.launch_dependents;" :::);
   if (warp == kConsumerWarps) {
-    produce<T>(p, ring, full, empty, header);  // weights only: no PDL wait
-  } else {
+    produce<T, kGated>(p, ring, full, empty, header);  // weights only: no PDL wait
+  } else if constexpr (kGated) {
     asm volatile("griddepcontrol.wait;" ::: "memory");  // the activations are the previous kernel's
     load_activations<T, B>(p, act);
     consumers_sync();
-    __shared__ float vals[2][kConsumerWarps][B];  // gated mode: the group's outputs, by group parity
+    __shared__ float vals[2][kConsumerWarps][B];  // the group's outputs, by group parity
     int parity = 0;
     float acc[B];
     for (int64_t k = 0;; ++k) {
@@ -432,8 +442,8 @@ __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_cons
       mbar_wait(&full[s], uint32_t((k / p.n_stages) & 1));
       const TileHeader h = header[s];
       if (h.group < 0) break;
-      const Tile t = tile_of(p, h.group, h.col);
-      const RowRef r = row_of(p, h.group, warp);
+      const Tile t = tile_of<true>(p, h.group, h.col);
+      const RowRef r = gated_row(p, h.group, warp);
       if (t.col == 0) {
         for (int b = 0; b < B; ++b) acc[b] = 0.0f;
       }
@@ -447,12 +457,36 @@ __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_cons
           if (lane == 0) vals[parity][warp][b] = gemv_detail::store_value(p.g.part[r.part], b, r.local, v);
         }
       }
-      if (p.gated.h != nullptr) {
-        // Every consumer warp reaches this once a group; vals is double-buffered, so warp 0 reading
-        // this group's outputs never races the next group's writes.
-        consumers_sync();
-        if (warp == 0) gated_epilogue<B>(p, h.group, vals[parity]);
-        parity ^= 1;
+      // Every consumer warp reaches this once a group; vals is double-buffered, so warp 0 reading
+      // this group's outputs never races the next group's writes.
+      consumers_sync();
+      if (warp == 0) gated_epilogue<B>(p, h.group, vals[parity]);
+      parity ^= 1;
+    }
+  } else {
+    asm volatile("griddepcontrol.wait;" ::: "memory");  // the activations are the previous kernel's
+    load_activations<T, B>(p, act);
+    consumers_sync();
+    float acc[B];
+    for (int64_t k = 0;; ++k) {
+      const int s = int(k % p.n_stages);
+      mbar_wait(&full[s], uint32_t((k / p.n_stages) & 1));
+      const TileHeader h = header[s];
+      if (h.group < 0) break;
+      const Tile t = tile_of<false>(p, h.group, h.col);
+      if (t.col == 0) {
+        for (int b = 0; b < B; ++b) acc[b] = 0.0f;
+      }
+      if (warp < t.rows) dot_tile<T, B>(p, ring + size_t(s) * p.stage_bytes, act, warp, t, acc);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[s]);
+      if (t.col == p.n_col_tiles - 1 && warp < t.rows) {
+        const int64_t row = t.row0 + warp;
+        const int pi = part_of_row(p, row);
+        for (int b = 0; b < B; ++b) {
+          const float v = gemv_detail::warp_sum(acc[b]);
+          if (lane == 0) gemv_detail::store_value(p.g.part[pi], b, row - p.first_row[pi], v);
+        }
       }
     }
   }
