@@ -57,7 +57,8 @@ for s in $sections; do
       tests-wgmma.log "$TESTS" --gtest_filter='CudaMatmul*:GemmQ*' --gtest_brief=1
     tail -3 "$OUT/tests-wgmma.log"
     # The streaming GEMV on every launch it can take (by default only where it is faster).
-    CERA_CUDA_GEMV_STREAM=all CERA_CUDA_FUSE_GATED=1 run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere" \
+    CERA_CUDA_GEMV_STREAM=all CERA_CUDA_FUSE_GATED=1 \
+      run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere" \
       tests-stream.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
     tail -3 "$OUT/tests-stream.log"
     ;;
@@ -65,7 +66,8 @@ for s in $sections; do
     CERA_CUDA_TEST_QUICK=1 run "compute-sanitizer memcheck (quick sweep)" memcheck.log \
       timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$TESTS" --gtest_brief=1
     grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | tail -3
-    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_GEMV_STREAM=all CERA_CUDA_FUSE_GATED=1 run "compute-sanitizer memcheck, streaming GEMV everywhere" \
+    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_GEMV_STREAM=all CERA_CUDA_FUSE_GATED=1 \
+      run "compute-sanitizer memcheck, streaming GEMV everywhere" \
       memcheck-stream.log timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$TESTS" \
       --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
     grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck-stream.log" | tail -3

@@ -222,7 +222,8 @@ bool launch_stream_as(CudaContext& ctx, const GemvParams& g, const gemv_stream::
   gemv_stream::StreamPlan plan;
   if (!gemv_stream::plan_stream<T, B>(p, p.first_row[g.n_parts], ctx.sm_count(), plan)) return false;
   const bool gated = out.h != nullptr;
-  const auto kernel = gated ? gemv_stream::gemv_stream_kernel<T, B, true> : gemv_stream::gemv_stream_kernel<T, B, false>;
+  const auto kernel =
+      gated ? gemv_stream::gemv_stream_kernel<T, B, true> : gemv_stream::gemv_stream_kernel<T, B, false>;
   // Over 48 KB of dynamic shared memory: the limit raised once per kernel (one device per process)
   // to what the block may have beside the kernel's static shared memory.
   static bool raised[2] = {false, false};

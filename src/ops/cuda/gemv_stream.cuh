@@ -67,8 +67,8 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
                                           uint64_t policy) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-          mma::smem_addr(dst)),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1], %2, [%3], %4;" ::"r"(mma::smem_addr(dst)),
       "l"(src), "r"(bytes), "r"(mma::smem_addr(bar)), "l"(policy)
       : "memory");
 }
@@ -380,7 +380,8 @@ __device__ __forceinline__ void dot_tile(const StreamParams& p, const uint8_t* s
 // token b (gate rows 0-3, up rows 4-7). Writes h for the group's 4 outputs; with codes, counts
 // the group in its 32-output block and the block's last group quantizes the block.
 template <int B>
-__device__ __forceinline__ void gated_epilogue(const StreamParams& p, int64_t g, const float (&vals)[kConsumerWarps][B]) {
+__device__ __forceinline__ void gated_epilogue(const StreamParams& p, int64_t g,
+                                               const float (&vals)[kConsumerWarps][B]) {
   const GatedOut& o = p.gated;
   const int lane = threadIdx.x & 31;
   const int64_t j = 4 * g + lane;
