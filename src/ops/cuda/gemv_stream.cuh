@@ -431,11 +431,15 @@ __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_cons
   asm volatile("griddepcontrol.launch_dependents;" :::);
   if (warp == kConsumerWarps) {
     produce<T, kGated>(p, ring, full, empty, header);  // weights only: no PDL wait
-  } else if constexpr (kGated) {
+  } else {
     asm volatile("griddepcontrol.wait;" ::: "memory");  // the activations are the previous kernel's
     load_activations<T, B>(p, act);
     consumers_sync();
-    __shared__ float vals[2][kConsumerWarps][B];  // the group's outputs, by group parity
+    float (*vals)[kConsumerWarps][B] = nullptr;  // gated: the group's outputs, by group parity
+    if constexpr (kGated) {
+      __shared__ float buffers[2][kConsumerWarps][B];
+      vals = buffers;
+    }
     int parity = 0;
     float acc[B];
     for (int64_t k = 0;; ++k) {
@@ -443,50 +447,37 @@ __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_cons
       mbar_wait(&full[s], uint32_t((k / p.n_stages) & 1));
       const TileHeader h = header[s];
       if (h.group < 0) break;
-      const Tile t = tile_of<true>(p, h.group, h.col);
-      const RowRef r = gated_row(p, h.group, warp);
+      const Tile t = tile_of<kGated>(p, h.group, h.col);
       if (t.col == 0) {
         for (int b = 0; b < B; ++b) acc[b] = 0.0f;
       }
-      if (r.valid) dot_tile<T, B>(p, ring + size_t(s) * p.stage_bytes, act, warp, t, acc);
+      const bool valid = kGated ? gated_row(p, h.group, warp).valid : warp < t.rows;
+      if (valid) dot_tile<T, B>(p, ring + size_t(s) * p.stage_bytes, act, warp, t, acc);
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[s]);
-      if (t.col != p.n_col_tiles - 1) continue;
-      if (r.valid) {
-        for (int b = 0; b < B; ++b) {
-          const float v = gemv_detail::warp_sum(acc[b]);
-          if (lane == 0) vals[parity][warp][b] = gemv_detail::store_value(p.g.part[r.part], b, r.local, v);
+      if (t.col == p.n_col_tiles - 1 && valid) {
+        if constexpr (kGated) {
+          const RowRef r = gated_row(p, h.group, warp);
+          for (int b = 0; b < B; ++b) {
+            const float v = gemv_detail::warp_sum(acc[b]);
+            if (lane == 0) vals[parity][warp][b] = gemv_detail::store_value(p.g.part[r.part], b, r.local, v);
+          }
+        } else {
+          const int64_t row = t.row0 + warp;
+          const int pi = part_of_row(p, row);
+          for (int b = 0; b < B; ++b) {
+            const float v = gemv_detail::warp_sum(acc[b]);
+            if (lane == 0) gemv_detail::store_value(p.g.part[pi], b, row - p.first_row[pi], v);
+          }
         }
       }
-      // Every consumer warp reaches this once a group; vals is double-buffered, so warp 0 reading
-      // this group's outputs never races the next group's writes.
-      consumers_sync();
-      if (warp == 0) gated_epilogue<B>(p, h.group, vals[parity]);
-      parity ^= 1;
-    }
-  } else {
-    asm volatile("griddepcontrol.wait;" ::: "memory");  // the activations are the previous kernel's
-    load_activations<T, B>(p, act);
-    consumers_sync();
-    float acc[B];
-    for (int64_t k = 0;; ++k) {
-      const int s = int(k % p.n_stages);
-      mbar_wait(&full[s], uint32_t((k / p.n_stages) & 1));
-      const TileHeader h = header[s];
-      if (h.group < 0) break;
-      const Tile t = tile_of<false>(p, h.group, h.col);
-      if (t.col == 0) {
-        for (int b = 0; b < B; ++b) acc[b] = 0.0f;
-      }
-      if (warp < t.rows) dot_tile<T, B>(p, ring + size_t(s) * p.stage_bytes, act, warp, t, acc);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[s]);
-      if (t.col == p.n_col_tiles - 1 && warp < t.rows) {
-        const int64_t row = t.row0 + warp;
-        const int pi = part_of_row(p, row);
-        for (int b = 0; b < B; ++b) {
-          const float v = gemv_detail::warp_sum(acc[b]);
-          if (lane == 0) gemv_detail::store_value(p.g.part[pi], b, row - p.first_row[pi], v);
+      if constexpr (kGated) {
+        // Every consumer warp reaches this once a group; vals is double-buffered, so warp 0
+        // reading this group's outputs never races the next group's writes.
+        if (t.col == p.n_col_tiles - 1) {
+          consumers_sync();
+          if (warp == 0) gated_epilogue<B>(p, h.group, vals[parity]);
+          parity ^= 1;
         }
       }
     }
