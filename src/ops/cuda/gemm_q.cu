@@ -184,14 +184,18 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_consta
     }
   }
 
-  // Stores tokens t's outputs o and o + 1 (o + 1 when inside n_out) plus bias.
-  auto store_pair = [&](int t, int o, float v0, float v1) {
-    if (t >= p.n_tokens || o >= p.n_out) return;
-    const bool both = o + 1 < p.n_out;
+  // Bias of rows o and o + 1 (zero without bias or past n_out), read once per column pair.
+  auto bias_pair = [&](int o) {
+    float2 b = make_float2(0.0f, 0.0f);
     if (p.bias != nullptr) {
-      v0 += p.bias[o];
-      if (both) v1 += p.bias[o + 1];
+      b.x = p.bias[o];
+      if (o + 1 < p.n_out) b.y = p.bias[o + 1];
     }
+    return b;
+  };
+  // Token t's outputs of rows o and o + 1 (o + 1 only inside n_out); t and o are in range.
+  auto store_pair = [&](int t, int o, float v0, float v1) {
+    const bool both = o + 1 < p.n_out;
     float* dst = p.out + int64_t(t) * p.out_stride + o;
     if (both && p.out_pairs) {
       *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
@@ -204,22 +208,28 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_q_kernel(const __grid_consta
     // d[4j + 2h + {0, 1}]: token 64 g + 16 (warp % 4) + lane / 4 + 8 h, rows 8 j + 2 (lane % 4) + {0, 1}.
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
+      const int o = n0 + 8 * j + 2 * (lane & 3);
+      if (o >= p.n_out) continue;
+      const float2 b = bias_pair(o);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        store_pair(m0 + 64 * (warp >> 2) + 16 * (warp & 3) + (lane >> 2) + 8 * h, n0 + 8 * j + 2 * (lane & 3),
-                   acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        const int t = m0 + 64 * (warp >> 2) + 16 * (warp & 3) + (lane >> 2) + 8 * h;
+        if (t < p.n_tokens) store_pair(t, o, acc[4 * j + 2 * h] + b.x, acc[4 * j + 2 * h + 1] + b.y);
       }
     }
   } else {
     // Accumulator (mi, ni): c0, c1 at token lane / 4, rows 2 (lane % 4) + {0, 1}; c2, c3 8 tokens on.
 #pragma unroll
     for (int ni = 0; ni < 4; ++ni) {
+      const int o = n0 + 32 * wn + 8 * ni + 2 * (lane & 3);
+      if (o >= p.n_out) continue;
+      const float2 b = bias_pair(o);
 #pragma unroll
       for (int mi = 0; mi < 4; ++mi) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          store_pair(m0 + 64 * wm + 16 * mi + (lane >> 2) + 8 * h, n0 + 32 * wn + 8 * ni + 2 * (lane & 3),
-                     acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+          const int t = m0 + 64 * wm + 16 * mi + (lane >> 2) + 8 * h;
+          if (t < p.n_tokens) store_pair(t, o, acc[mi][ni][2 * h] + b.x, acc[mi][ni][2 * h + 1] + b.y);
         }
       }
     }

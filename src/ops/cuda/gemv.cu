@@ -245,15 +245,23 @@ bool launch_stream_b(CudaContext& ctx, const GemvParams& g, const gemv_stream::G
                 : b == 2 ? launch_stream_as<T, 2>(ctx, g, gated, queues) : false;
 }
 
-// True when the streaming kernel took the pass (vec: 8 when plain rows and activations are 16-byte
-// aligned; gated: the gated epilogue's outputs, or none; queues: the zeroed queue slots).
-bool launch_stream(CudaContext& ctx, const GemvParams& g, const gemv_stream::GatedOut& gated, DType t, int b,
-                   int64_t vec, int32_t* queues) {
-  int64_t rows = 0;
+// The pass shape the streaming kernel is asked to take: token count, the launch's rows (all parts)
+// and the plain-row vector width (8: 16-byte aligned rows and activations).
+struct StreamPass {
+  int b;
+  int64_t rows;
+  int64_t vec;
+};
+
+// True when the streaming kernel took the pass (gated: the gated epilogue's outputs, or none;
+// queues: the zeroed queue slots).
+bool launch_stream(CudaContext& ctx, const GemvParams& g, const gemv_stream::GatedOut& gated, DType t,
+                   const StreamPass& pass, int32_t* queues) {
+  const int b = pass.b;
+  const int64_t rows = pass.rows, vec = pass.vec;
   bool aligned = true;  // bulk copies read 16-byte aligned sources (weights are cudaMalloc'd: always)
   for (int i = 0; i < g.n_parts; ++i) {
     const QWeight& w = g.part[i].w;
-    rows += g.part[i].n_out;
     for (const uint8_t* plane : {w.r0, w.r1, w.r2}) aligned = aligned && reinterpret_cast<uintptr_t>(plane) % 16 == 0;
   }
   if (b > gemv_stream::kMaxTokens || !aligned || !stream_pays(t, g.n_in, rows)) return false;
@@ -407,7 +415,7 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
       pp.xq = p.xq + t0 * n_in;
       pp.xds = p.xds + t0 * (n_in / 32);
     }
-    if (launch_stream(ctx, pp, {}, t, b, l.vec, l.scratch.queues)) {
+    if (launch_stream(ctx, pp, {}, t, {b, rows, l.vec}, l.scratch.queues)) {
       CERA_CUDA_LAUNCHED();
       continue;
     }
@@ -447,7 +455,9 @@ bool gemv_gated(CudaContext& ctx, const TensorView& x, const GemvTarget& gate, c
   const gemv_stream::GatedOut g{reinterpret_cast<float*>(out.h.data), out.h.stride() / 4,
                                 out.quantize ? l.scratch.q : nullptr, out.quantize ? l.scratch.ds : nullptr,
                                 l.scratch.arrivals, int32_t(n_ff), out.act == Activation::kGeluTanh};
-  if (!ctx.launching() || !launch_stream(ctx, p, g, t, int(n_tokens), l.vec, l.scratch.queues)) return false;
+  if (!ctx.launching() || !launch_stream(ctx, p, g, t, {int(n_tokens), 2 * n_ff, l.vec}, l.scratch.queues)) {
+    return false;
+  }
   CERA_CUDA_LAUNCHED();
   // The down projection finds h's codes where the epilogue wrote them.
   ctx.act_cache() = {};
