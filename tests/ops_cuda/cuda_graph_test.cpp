@@ -159,10 +159,9 @@ class MiniModel {
 
 // Decode steps and small batches through both backends (and the CPU for n_embd 256); returns
 // nothing, the comparisons are the test's.
-// l2_ahead: the graph backend's L2 prefetch window (CudaBackendOptions; -1: its default).
-void run_steps(int64_t n_embd, bool with_cpu, DType down1 = DType::kQ4_K, int64_t l2_ahead = -1) {
+void run_steps(int64_t n_embd, bool with_cpu, DType down1 = DType::kQ4_K) {
   auto eager = make_cuda_backend({.graphs = false});
-  auto graph = make_cuda_backend({.graphs = true, .l2_ahead_bytes = l2_ahead});
+  auto graph = make_cuda_backend({.graphs = true});
   ASSERT_TRUE(eager.ok() && graph.ok());
   std::mt19937 rng(21);
   HostWeights hw = make_weights(rng, n_embd, down1);
@@ -208,18 +207,6 @@ TEST(CudaGraph, ReplayedForwardMatchesEagerAtWidth1056) {
 TEST(CudaGraph, ReplayedForwardMatchesEagerWithAQ8_0DownProjection) {
   CERA_SKIP_WITHOUT_CUDA();
   run_steps(256, true, DType::kQ4_0);
-}
-
-// The weight prefetch of captured decode steps (l2_ahead.h) forks a side stream from the main
-// chain and joins it at the end: replay must still match eager and the CPU. A 48 KB window moves
-// in pieces smaller than one weight (partial regions, several forks a layer); 4 MB covers every
-// weight of the step (15) from the first fork on, split by the cap of 24 ranges a launch.
-TEST(CudaGraph, ReplayedForwardMatchesEagerWithL2Prefetch) {
-  CERA_SKIP_WITHOUT_CUDA();
-  for (const int64_t window : {int64_t(48) << 10, int64_t(4) << 20}) {
-    SCOPED_TRACE("window " + std::to_string(window));
-    run_steps(256, true, DType::kQ4_0, window);
-  }
 }
 
 }  // namespace

@@ -120,8 +120,7 @@ Result<std::unique_ptr<Buffer>> device_alloc(uint64_t bytes, std::weak_ptr<Graph
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device, bool graphs, int64_t l2_ahead_bytes)
-      : ctx_(device), runner_(std::make_shared<GraphRunner>(ctx_, graphs, l2_ahead_bytes)) {}
+  CudaBackend(int device, bool graphs) : ctx_(device), runner_(std::make_shared<GraphRunner>(ctx_, graphs)) {}
   ~CudaBackend() override {
     try {
       runner_->flush();
@@ -136,11 +135,6 @@ class CudaBackend final : public Backend {
                    (unsigned long long)s.launches, (unsigned long long)s.captures, (unsigned long long)s.updates,
                    (unsigned long long)s.instantiations, 1e6 * s.record_seconds / double(std::max<uint64_t>(1, s.launches)),
                    1e6 * s.flush_seconds / double(std::max<uint64_t>(1, s.launches)));
-      if (s.prefetch_window > 0) {
-        std::fprintf(stderr, "cuda graphs: L2 prefetch window %.1f MB: %.1f forks, %.1f MB per capture\n",
-                     double(s.prefetch_window) / (1 << 20), double(s.prefetch_forks) / double(std::max<uint64_t>(1, s.captures)),
-                     double(s.prefetch_bytes) / (1 << 20) / double(std::max<uint64_t>(1, s.captures)));
-      }
     }
   }
 
@@ -331,8 +325,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
                             std::to_string(devices.size()) + " found)");
   }
   try {
-    return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(options.device, graphs_enabled(options.graphs),
-                                                                   options.l2_ahead_bytes));
+    return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(options.device, graphs_enabled(options.graphs)));
   } catch (const CheckFailure& e) {
     return io_error(std::string("cuda: cannot start the backend: ") + e.what());
   }

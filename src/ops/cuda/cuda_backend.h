@@ -14,9 +14,6 @@ struct CudaBackendOptions {
   // Run logged verbs as CUDA graphs (graph.h); the environment variable CERA_CUDA_GRAPHS=0 also
   // turns them off (every verb then launches eagerly).
   bool graphs = true;
-  // Bytes of weights prefetched into L2 ahead of the next decode GEMV in a captured graph
-  // (l2_ahead.h); -1: CERA_CUDA_L2_AHEAD_MB if set, else the measured default. 0: off.
-  int64_t l2_ahead_bytes = -1;
 };
 
 // The backend on options.device, or a Status naming why not (no driver, no device, bad index).

@@ -10,7 +10,6 @@
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/fused.h"
 #include "ops/cuda/graph.h"
-#include "ops/cuda/l2_ahead.h"
 #include "ops/cuda/profile.h"
 
 namespace cera::ops::cuda {
@@ -35,9 +34,6 @@ constexpr uint64_t kHalfBytes = kArenaBytes / 2;  // one log's room
 // alternating between the halves keeps two graphs (two replays, no cudaGraphExecUpdate per
 // step); 16 holds those of a session's decode, its short prompt tails and a few batch buckets.
 constexpr size_t kMaxEntries = 16;
-// The L2 prefetch window of captured decode steps (l2_ahead.h) when neither the backend options
-// nor CERA_CUDA_L2_AHEAD_MB set one. 0 until measured.
-constexpr uint64_t kL2AheadDefault = 0;
 
 uint64_t bucket(uint64_t bytes) {  // slot size: block tables grow without changing the signature
   uint64_t b = 64;
@@ -172,7 +168,7 @@ void execute(CudaContext& ctx, const Call& c) {
   }
 }
 
-GraphRunner::GraphRunner(CudaContext& ctx, bool enabled, int64_t l2_ahead_bytes) : ctx_(ctx), enabled_(enabled) {
+GraphRunner::GraphRunner(CudaContext& ctx, bool enabled) : ctx_(ctx), enabled_(enabled) {
   if (VerbProfiler::requested()) {
     profiler_ = std::make_unique<VerbProfiler>(ctx_.stream());
     enabled_ = false;  // profiles time eager verbs
@@ -183,9 +179,6 @@ GraphRunner::GraphRunner(CudaContext& ctx, bool enabled, int64_t l2_ahead_bytes)
   for (cudaEvent_t& e : half_done_) CERA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   ctx_.set_graph_arena(arena_host_, kArenaBytes, arena_device_);
   epoch_ = ctx_.scratch_epoch();
-  const uint64_t window = l2_ahead_bytes >= 0 ? uint64_t(l2_ahead_bytes) : l2_ahead_window(kL2AheadDefault);
-  if (window > 0) ahead_ = std::make_unique<L2Ahead>(ctx_, window);
-  stats_.prefetch_window = window;
 }
 
 GraphRunner::~GraphRunner() {
@@ -305,7 +298,6 @@ cudaGraph_t GraphRunner::capture() {
                                       cudaMemcpyHostToDevice, ctx_.stream()));
     }
     const std::span<const Call> calls(log_);
-    if (ahead_) ahead_->begin(calls);
     for (size_t i = 0; i < calls.size();) {
       if (skipped(calls[i].verb)) {
         ++i;
@@ -314,21 +306,9 @@ cudaGraph_t GraphRunner::capture() {
       const size_t n = run_fused(ctx_, calls, i);
       if (n == 0) execute(ctx_, calls[i]);
       i += std::max<size_t>(n, 1);
-      if (ahead_) ahead_->launched(i);
-    }
-    if (ahead_) {
-      ahead_->end();
-      stats_.prefetch_forks += ahead_->forks();
-      stats_.prefetch_bytes += ahead_->bytes();
     }
   } catch (...) {
     ctx_.set_mode(OpMode::kEager);
-    if (ahead_) {
-      try {
-        ahead_->end();  // the side stream must rejoin before the capture can end
-      } catch (...) {
-      }
-    }
     cudaGraph_t g = nullptr;
     cudaStreamEndCapture(ctx_.stream(), &g);
     if (g != nullptr) cudaGraphDestroy(g);

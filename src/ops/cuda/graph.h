@@ -59,8 +59,7 @@ void execute(CudaContext& ctx, const Call& call);
 
 class GraphRunner {
  public:
-  // l2_ahead_bytes: CudaBackendOptions::l2_ahead_bytes (-1: the environment or the default).
-  GraphRunner(CudaContext& ctx, bool enabled, int64_t l2_ahead_bytes = -1);
+  GraphRunner(CudaContext& ctx, bool enabled);
   ~GraphRunner();
   GraphRunner(const GraphRunner&) = delete;
   GraphRunner& operator=(const GraphRunner&) = delete;
@@ -78,8 +77,6 @@ class GraphRunner {
     uint64_t launches = 0, captures = 0, updates = 0, instantiations = 0;
     // Host time spent logging verbs (run) and launching logs (flush, captures included).
     double record_seconds = 0, flush_seconds = 0;
-    // L2 prefetch (l2_ahead.h): window, and the forks and bytes of every capture together.
-    uint64_t prefetch_window = 0, prefetch_forks = 0, prefetch_bytes = 0;
   };
   const Stats& stats() const { return stats_; }
 
@@ -120,7 +117,6 @@ class GraphRunner {
   std::vector<uint64_t> sig_;  // scratch for the signature being built
   Stats stats_;
   std::unique_ptr<class VerbProfiler> profiler_;  // CERA_CUDA_PROFILE=1 (profile.h)
-  std::unique_ptr<class L2Ahead> ahead_;  // null: no weight prefetch in captured graphs (l2_ahead.h)
 };
 
 }  // namespace cera::ops::cuda
