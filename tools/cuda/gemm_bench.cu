@@ -198,6 +198,9 @@ int main(int argc, char** argv) {
         cudaFree(out_a);
         cudaFree(out_b);
       }
+      // Report the freed weight, as the backend does on buffer release: the f16 copies made ahead
+      // (dequant_ahead.h) remember weights by address, and the next cudaMalloc may reuse it.
+      ctx.memory_changed(w, l.total_bytes);
       cudaFree(w);
     }
   }
