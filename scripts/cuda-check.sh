@@ -5,7 +5,7 @@
 #   per-verb device time of 8B and 1B Q4_0 prefill and decode; moe = synthetic lfm2-1.2b and
 #   qwen3-30b-a3b Q4_0 (~0.7 and ~17 GB) benchmarked against the 4.3 TB/s roofline; parity = the
 #   whole-model parity tests of every fixture on CUDA, CERA_TEST_DEVICE=cuda; gemv-ab = decode of the
-#   four benchmark shapes with the streaming GEMV never / where it pays / everywhere, two ring sizes)
+#   four benchmark shapes with the streaming GEMV never / where it pays / everywhere)
 # Environment:
 #   CERA_BIN     folder with the `cera`, `test_ops_cuda` and `test_model` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
@@ -156,12 +156,11 @@ for s in $sections; do
     tail -3 "$OUT/parity.log"
     ;;
   gemv-ab)
-    # Decode with the streaming GEMV never / where it pays (default) / everywhere / everywhere with
-    # rings sized to each block's share (docs/benchmarks/cuda.md v7), one machine for all.
+    # Decode with the streaming GEMV never / where it pays (default) / everywhere, one machine for all.
     for spec in llama-8b:q4_0 llama-1b:q4_0 llama-8b:q8_0 llama-1b:f16; do
       shape=${spec%%:*} type=${spec##*:} f=$SYNTH_DIR/$shape-$type.gguf
       [ -f "$f" ] || run "synth $shape $type" "synth-$shape-$type.log" "$CERA" synth --shape $shape --type $type -o "$f"
-      for mode in "0 96" "where-faster 96" "all 96" "all share"; do
+      for mode in "0 96" "where-faster 96" "all 96"; do
         set -- $mode
         log=gemv-ab-$shape-$type-$1-$2.log
         CERA_CUDA_GEMV_STREAM=$1 CERA_CUDA_GEMV_RING_KB=$2 run "decode $shape $type, stream $1, ring $2" $log \

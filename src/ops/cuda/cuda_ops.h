@@ -37,7 +37,8 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
 // The gate and up projections of a gated FFN in one streaming GEMV launch (1-2 tokens) that also
 // writes h = act(gate) * up and, with quantize, h's Q8_0 codes for the down projection (left in
 // the activation cache): fused.cu's gate ; up ; gated_activation. Only with
-// CERA_CUDA_FUSE_GATED=1 (an experiment not yet run on the GPU) and where the launch streams.
+// CERA_CUDA_FUSE_GATED=1 and where the launch streams: it matches the unfused calls (the matmul
+// and graph tests) but gained nothing (8B Q4_0 501.6 vs 501.7 t/s; docs/benchmarks/cuda.md v8).
 // False: the caller runs the calls unfused (x may already be quantized; the cache says so).
 struct GatedTarget {
   TensorView h;  // F32 [n_ff, n_tokens]

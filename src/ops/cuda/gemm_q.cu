@@ -7,11 +7,12 @@
 // registers and decodes them into the next stage while the tensor cores work on this one.
 // Decision: the weight never exists in f16 outside shared memory, so a call reads the quantized
 // bytes once from DRAM (blocks along tokens run adjacent and share each weight tile in L2).
-// The wgmma variant (kWg, CERA_CUDA_GEMM_Q=wgmma; an experiment not yet run on the GPU) keeps the
-// same tiles, stages and weight decoding but multiplies with Hopper's asynchronous warpgroup MMA:
-// each of the two warpgroups takes 64 tokens x the 128 rows (m64n128k16 straight from the
-// swizzled tiles, which are already wgmma's 128-byte-swizzle K-major layout), and the warps decode
-// the next stage's weights while the tensor cores work, instead of issuing mma.sync themselves.
+// The wgmma variant (kWg, CERA_CUDA_GEMM_Q=wgmma) keeps the same tiles, stages and weight
+// decoding but multiplies with Hopper's asynchronous warpgroup MMA: each of the two warpgroups
+// takes 64 tokens x the 128 rows (m64n128k16 straight from the swizzled tiles, which are already
+// wgmma's 128-byte-swizzle K-major layout), and the warps decode the next stage's weights while
+// the tensor cores work, instead of issuing mma.sync themselves. On the H200 it is as fast as
+// mma.sync (docs/benchmarks/cuda.md v8): the weight decoding, not the products, bounds both.
 #include <cstdlib>
 #include <string_view>
 #include <type_traits>

@@ -434,7 +434,7 @@ void gemv_parts(CudaContext& ctx, const TensorView& x, std::span<const GemvTarge
 
 bool gemv_gated(CudaContext& ctx, const TensorView& x, const GemvTarget& gate, const GemvTarget& up,
                 const GatedTarget& out) {
-  static const bool on = [] {  // an experiment until measured (docs/benchmarks/cuda.md, v7)
+  static const bool on = [] {  // off: no gain measured (docs/benchmarks/cuda.md, v8)
     const char* e = std::getenv("CERA_CUDA_FUSE_GATED");
     return e != nullptr && std::string(e) == "1";
   }();

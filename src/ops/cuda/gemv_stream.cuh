@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <string>
 
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/gemv_kernels.cuh"
@@ -491,13 +490,12 @@ __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_cons
 }
 
 // ---- host side ----------------------------------------------------------------------------------
-// Ring bytes per block: CERA_CUDA_GEMV_RING_KB (default 96: two blocks fit an SM). =share (an
-// experiment, not yet measured): the launch's bytes a block plus a stage, at most 96 KB, so that
-// the blocks of a small launch fit beside the kernel before it (returns 0).
+// Ring bytes per block: CERA_CUDA_GEMV_RING_KB (default 96: two blocks fit an SM). Rings sized to
+// a block's share of the launch lost (8B Q4_0 501.6 -> 494.4 t/s, 1B 1,769 -> 1,610 with every
+// launch streaming; docs/benchmarks/cuda.md v8).
 inline uint32_t ring_budget() {
   static const uint32_t bytes = [] {
     const char* e = std::getenv("CERA_CUDA_GEMV_RING_KB");
-    if (e != nullptr && std::string(e) == "share") return 0u;
     const int v = e != nullptr ? std::atoi(e) : 0;
     return uint32_t(v > 0 ? v : 96) * 1024;
   }();
@@ -540,12 +538,7 @@ bool plan_stream(StreamParams& p, int64_t total_rows, int sm_count, StreamPlan& 
   if (p.act_bytes * B > 64 * 1024) return false;
   const int64_t groups = (total_rows + kConsumerWarps - 1) / kConsumerWarps;
   plan.grid = unsigned(std::clamp<int64_t>(groups, 1, int64_t(blocks_per_sm()) * sm_count));
-  uint32_t ring = ring_budget();
-  if (ring == 0) {
-    const uint64_t share = uint64_t(total_rows) * uint64_t(units) * uint64_t(ub) / plan.grid;
-    ring = uint32_t(std::min<uint64_t>(96 * 1024, share + p.stage_bytes));
-  }
-  p.n_stages = int(std::clamp<uint32_t>(ring / p.stage_bytes, 2, kMaxStages));
+  p.n_stages = int(std::clamp<uint32_t>(ring_budget() / p.stage_bytes, 2, kMaxStages));
   plan.smem = kHeaderBytes + size_t(B) * p.act_bytes + size_t(p.n_stages) * p.stage_bytes;
   return plan.smem + kStaticSmem <= kMaxSmem;
 }

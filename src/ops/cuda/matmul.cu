@@ -145,8 +145,9 @@ __global__ void add_bias_kernel(const __grid_constant__ BiasParams p) {
 
 // The prefill path: dequantized f16 copy + cuBLAS by default; CERA_CUDA_GEMM=mma selects
 // gemm_q.cu's in-kernel dequantizing GEMM, whose mma.sync form measured 0.3-0.85x the cuBLAS
-// path's speed on the 8B shapes on the H200 (docs/benchmarks/cuda.md, v4); its wgmma form
-// (CERA_CUDA_GEMM_Q=wgmma, v7) is not yet measured. Not used by default.
+// path's speed on the 8B shapes on the H200 (docs/benchmarks/cuda.md, v4), its wgmma form
+// (CERA_CUDA_GEMM_Q=wgmma) the same, 0.22-0.43x (v8): both are bound by the weight decoding, not
+// the products. Not used by default.
 bool cublas_gemm_forced() {
   static const bool forced = [] {
     const char* e = std::getenv("CERA_CUDA_GEMM");
