@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_q_kernel(const __grid_consta
   const Piece piece = piece_of<kSplit>(p.units_per_row, warp % kSplit);
   const int64_t base = row * p.units_per_row + piece.lo;
   if (valid) prefetch_row(P.w.r0 + base * Unit<T>::kCodeBytes, piece.n * Unit<T>::kCodeBytes);
-  pdl_entry();
+  pdl_entry<true>();
   ActRow x[B];
   for (int t = 0; t < B; ++t) x[t] = {p.xq + t * p.n_in + piece.lo * 32, p.xds + t * (p.n_in / 32) + piece.lo};
   float acc[B] = {};
@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_f_kernel(const __grid_consta
   const Piece piece = piece_of<kSplit>(p.n_in / kVec, warp % kSplit);
   const uint8_t* wrow = P.w.r0 + row * P.w.row_stride + piece.lo * kVec * kElemBytes;
   if (valid) prefetch_row(wrow, piece.n * kVec * kElemBytes);
-  pdl_entry();
+  pdl_entry<true>();
   const float* x[B];
   for (int t = 0; t < B; ++t) x[t] = p.xf + t * p.xf_stride + piece.lo * kVec;
   float acc[B] = {};

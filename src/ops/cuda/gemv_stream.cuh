@@ -426,6 +426,9 @@ __global__ void __launch_bounds__(kThreads) gemv_stream_kernel(const __grid_cons
     mbar_fence_init();
   }
   __syncthreads();
+#if CERA_CUDA_ABLATE == 2
+  pdl_entry();  // ends the block (see launch.cuh)
+#endif
   // Let the next launch be scheduled now: its blocks may start their copies beside this one.
   asm volatile("griddepcontrol.launch_dependents;" :::);
   if (warp == kConsumerWarps) {

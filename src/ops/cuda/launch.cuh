@@ -19,9 +19,19 @@
 
 namespace cera::ops::cuda {
 
+// CERA_CUDA_ABLATE (build-time, for measurements only; results are garbage): 1 ends every kernel
+// but the GEMVs (kGemv) at its PDL entry, 2 every kernel, so that a decode step's time splits into
+// the GEMVs, the other kernels and the chain of launches itself (docs/benchmarks/cuda.md v8).
+#ifndef CERA_CUDA_ABLATE
+#define CERA_CUDA_ABLATE 0
+#endif
+template <bool kGemv = false>
 __device__ __forceinline__ void pdl_entry() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" :::);
+#if CERA_CUDA_ABLATE
+  if (CERA_CUDA_ABLATE == 2 || !kGemv) asm volatile("exit;");
+#endif
 }
 
 bool pdl_enabled();  // launch.cu
