@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and benchmarks on the GPU machine in one call and writes a results table.
-#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity] [gemv-ab]
+#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity] [gemv-ab] [chain]
 #   (default: tests sanitize models bench; eager = 1B Q4_0 decode with CUDA graphs off; profile =
 #   per-verb device time of 8B and 1B Q4_0 prefill and decode; moe = synthetic lfm2-1.2b and
 #   qwen3-30b-a3b Q4_0 (~0.7 and ~17 GB) benchmarked against the 4.3 TB/s roofline; parity = the
 #   whole-model parity tests of every fixture on CUDA, CERA_TEST_DEVICE=cuda; gemv-ab = decode of the
-#   four benchmark shapes with the streaming GEMV never / where it pays / everywhere)
+#   four benchmark shapes with the streaming GEMV never / where it pays / everywhere; chain = the
+#   8B Q4_0 layer GEMVs as one persistent launch against the product's chain, tools/cuda/gemv_chain_bench)
 # Environment:
 #   CERA_BIN     folder with the `cera`, `test_ops_cuda` and `test_model` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
@@ -154,6 +155,14 @@ for s in $sections; do
       --gtest_brief=1
     grep -E "^parity|FAILED|Failure" "$OUT/parity.log" >"$OUT/parity.md"
     tail -3 "$OUT/parity.log"
+    ;;
+  chain)
+    # A step's GEMVs as one persistent launch against the product's chain (docs/benchmarks/cuda.md
+    # v8); needs the microbenchmarks (-DCERA_CUDA_BENCH=ON).
+    chain_bench=${CERA_BIN:+$CERA_BIN/gemv_chain_bench}
+    chain_bench=${chain_bench:-build-cuda/src/ops/cuda/gemv_chain_bench}
+    run "persistent GEMV chain bench (8B Q4_0 shapes, 32 layers)" chain.log timeout 120 "$chain_bench" --check
+    grep -E "^\||check" "$OUT/chain.log" | tee -a "$OUT/bench.md"
     ;;
   gemv-ab)
     # Decode with the streaming GEMV never / where it pays (default) / everywhere, one machine for all.

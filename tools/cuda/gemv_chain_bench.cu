@@ -1,0 +1,427 @@
+// Persistent GEMV chain microbenchmark (docs/benchmarks/cuda.md v8): how fast can the decode GEMVs
+// of a step move their weights when one persistent launch runs them all, against the product's
+// chain of launches? The 8B Q4_0 layer's four GEMVs (Q/K/V 4096 -> 6144, O 4096 -> 4096, gate/up
+// 4096 -> 28672, down 14336 -> 4096) over 32 layers of distinct weights (3.9 GB, so every byte
+// comes from HBM), batch 1:
+//   product  each GEMV through gemv_parts (its activation quantization and the GEMV kernel it
+//            picks, streaming or v2), the whole chain captured as one CUDA graph with PDL edges;
+//   chain    one cooperative launch, one block an SM: the producer warp streams every GEMV's row
+//            groups (static: group g to block g mod grid) into a shared-memory ring and runs
+//            ahead into the next GEMVs' weights; the 8 consumer warps dot the tiles and, before
+//            each GEMV, wait at a grid barrier until every block has finished the previous one
+//            (the data dependency of a real step: each GEMV's input is the previous one's output);
+//   stream   the same without the barriers: the ceiling of the persistent streaming itself.
+// Inputs are fixed random activations per shape (the barrier, not the data, carries the
+// dependency). --check compares the chain's last-layer outputs with the product's.
+// Built with -DCERA_CUDA_BENCH=ON (target gemv_chain_bench); run on the GPU machine:
+//   gemv_chain_bench [--layers 32] [--reps 5] [--check]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/gemv_stream.cuh"
+#include "ops/cuda/weight_layout.h"
+
+using namespace cera;
+using namespace cera::ops::cuda;
+namespace gs = cera::ops::cuda::gemv_stream;
+
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+namespace {
+
+constexpr double kRoofline = 4.3e12;  // bytes/s (PERFORMANCE.md)
+constexpr int kKinds = 4;             // Q/K/V, O, gate/up, down: one weight each
+constexpr int kUnitBytes = 18;        // Q4_0: 16 code bytes + a 2-byte scale a 32-weight unit
+constexpr int kMaxStages = 16;
+constexpr int kRows = gs::kConsumerWarps;  // rows a tile (one a consumer warp)
+
+struct ChainShape {
+  int64_t n_in, n_out;
+  int32_t units, ku, n_col_tiles;
+  uint32_t act_bytes;
+  const int8_t* xq;    // [n_in] Q8_0 codes
+  const float2* xds;   // [n_in / 32]
+  float* out;          // [n_out]
+};
+
+struct ChainParams {
+  ChainShape shape[kKinds];
+  const QWeight* w;    // [layers][kKinds]
+  int32_t n_layers;
+  int32_t n_stages;
+  uint32_t stage_pitch;  // bytes a ring stage
+  int32_t* barrier;      // blocks done, summed over the GEMVs; zero at launch
+  bool wait;             // false: no barriers (the stream row of the table)
+};
+
+__device__ __forceinline__ int ld_acquire(const int32_t* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Tile (group g, column c) of GEMV shape s: its rows and units.
+struct TileDims {
+  int rows, ku_this;
+};
+__device__ __forceinline__ TileDims dims(const ChainShape& s, int64_t g, int c) {
+  const int64_t left = s.n_out - g * kRows;
+  return {int(left < kRows ? left : kRows), min(s.ku, s.units - c * s.ku)};
+}
+
+__device__ void produce(const ChainParams& p, uint8_t* ring, uint64_t* full, uint64_t* empty) {
+  const int lane = threadIdx.x & 31;
+  const uint64_t policy = gs::evict_first_policy();
+  int64_t it = 0;
+  for (int l = 0; l < p.n_layers; ++l) {
+    for (int k = 0; k < kKinds; ++k) {
+      const ChainShape& s = p.shape[k];
+      const QWeight w = p.w[l * kKinds + k];
+      const int64_t n_groups = (s.n_out + kRows - 1) / kRows;
+      for (int64_t g = blockIdx.x; g < n_groups; g += gridDim.x) {
+        for (int c = 0; c < s.n_col_tiles; ++c, ++it) {
+          const int st = int(it % p.n_stages);
+          if (it >= p.n_stages) gs::mbar_wait(&empty[st], uint32_t((it / p.n_stages) & 1) ^ 1u);
+          const TileDims d = dims(s, g, c);
+          if (lane == 0) gs::mbar_arrive_expect_tx(&full[st], uint32_t(d.rows) * d.ku_this * kUnitBytes);
+          __syncwarp();
+          // One copy a plane when the tile's rows are one contiguous run, else one a row and plane.
+          const bool whole = s.n_col_tiles == 1;
+          if (lane < (whole ? 1 : d.rows)) {
+            const int64_t row = g * kRows + lane;
+            const uint32_t n = whole ? uint32_t(d.rows) : 1u;
+            uint8_t* dst = ring + size_t(st) * p.stage_pitch;
+            const int64_t unit = row * s.units + int64_t(c) * s.ku;
+            gs::bulk_copy(dst + lane * s.ku * 16, w.r0 + unit * 16, n * uint32_t(d.ku_this * 16), &full[st], policy);
+            gs::bulk_copy(dst + kRows * s.ku * 16 + lane * s.ku * 2, w.r1 + unit * 2, n * uint32_t(d.ku_this * 2),
+                          &full[st], policy);
+          }
+        }
+      }
+    }
+  }
+}
+
+// kGroups consumer groups of 8 warps: group q takes the block's row groups q, q + kGroups, ...
+// (each group all of its row group's tiles, so sums stay in registers); the ring's tile order is
+// the producer's, so a group skips the tiles of the others.
+template <int kGroups>
+__device__ __forceinline__ void consumers_sync_all() {
+  if constexpr (kGroups == 1) {
+    gs::consumers_sync();
+  } else {
+    asm volatile("bar.sync 1, %0;" ::"n"(kGroups * gs::kConsumerWarps * 32) : "memory");
+  }
+}
+
+template <int kGroups>
+__device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act, uint64_t* full, uint64_t* empty) {
+  const int warp = (threadIdx.x / 32) % gs::kConsumerWarps, q = threadIdx.x / 32 / gs::kConsumerWarps;
+  const int lane = threadIdx.x & 31;
+  constexpr int kThreadsC = kGroups * gs::kConsumerWarps * 32;
+  int64_t base = 0;  // the ring position of the GEMV's first tile
+  for (int l = 0; l < p.n_layers; ++l) {
+    for (int k = 0; k < kKinds; ++k) {
+      const ChainShape& s = p.shape[k];
+      const int i = l * kKinds + k;
+      if (p.wait && i > 0) {
+        if (threadIdx.x == 0) {
+          while (ld_acquire(p.barrier) < i * int(gridDim.x)) __nanosleep(20);
+        }
+        consumers_sync_all<kGroups>();
+      }
+      for (int u = threadIdx.x; u < s.units; u += kThreadsC) {
+        const uint4* x = reinterpret_cast<const uint4*>(s.xq + int64_t(u) * 32);
+        reinterpret_cast<uint4*>(act)[u] = x[0];
+        reinterpret_cast<uint4*>(act)[s.units + u] = x[1];
+        reinterpret_cast<float2*>(act + size_t(s.units) * 32)[u] = s.xds[u];
+      }
+      consumers_sync_all<kGroups>();
+      const int64_t n_groups = (s.n_out + kRows - 1) / kRows;
+      const int64_t mine = n_groups > blockIdx.x ? (n_groups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+      for (int64_t j = q; j < mine; j += kGroups) {
+        const int64_t g = blockIdx.x + j * gridDim.x;
+        float acc = 0.0f;
+        for (int c = 0; c < s.n_col_tiles; ++c) {
+          const int64_t it = base + j * s.n_col_tiles + c;
+          const int st = int(it % p.n_stages);
+          gs::mbar_wait(&full[st], uint32_t((it / p.n_stages) & 1));
+          const TileDims d = dims(s, g, c);
+          if (warp < d.rows) {
+            const uint8_t* stage = ring + size_t(st) * p.stage_pitch;
+            gs::Planes pl;
+            pl.p[0] = stage + warp * s.ku * 16;
+            pl.p[1] = stage + kRows * s.ku * 16 + warp * s.ku * 2;
+            pl.p[2] = nullptr;
+            const int u0 = c * s.ku;
+#pragma unroll 4
+            for (int u = lane; u < d.ku_this; u += 32) {
+              const auto r = gs::Stream<DType::kQ4_0>::load(pl, u);
+              const XUnit x{reinterpret_cast<const uint4*>(act)[u0 + u],
+                            reinterpret_cast<const uint4*>(act)[s.units + u0 + u],
+                            reinterpret_cast<const float2*>(act + size_t(s.units) * 32)[u0 + u]};
+              acc += Unit<DType::kQ4_0>::dotx(r, x);
+            }
+          }
+          __syncwarp();
+          if (lane == 0) gs::mbar_arrive(&empty[st]);
+        }
+        const int64_t row = g * kRows + warp;
+        if (row < s.n_out) {
+          const float v = gemv_detail::warp_sum(acc);
+          if (lane == 0) s.out[row] = v;
+        }
+      }
+      base += mine * s.n_col_tiles;
+      consumers_sync_all<kGroups>();  // the activations may be replaced; every output of the block written
+      if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(p.barrier, 1);
+      }
+    }
+  }
+}
+
+template <int kGroups>
+__global__ void __launch_bounds__((kGroups * gs::kConsumerWarps + 1) * 32, 1)
+    chain_kernel(const __grid_constant__ ChainParams p) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  auto* full = reinterpret_cast<uint64_t*>(smem);
+  uint64_t* empty = full + kMaxStages;
+  uint8_t* act = smem + 2 * kMaxStages * 8;
+  uint32_t act_max = 0;
+  for (int k = 0; k < kKinds; ++k) act_max = max(act_max, p.shape[k].act_bytes);
+  uint8_t* ring = act + ((act_max + 127) / 128) * 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < p.n_stages; ++s) {
+      gs::mbar_init(&full[s], 1);
+      gs::mbar_init(&empty[s], gs::kConsumerWarps);
+    }
+    gs::mbar_fence_init();
+  }
+  __syncthreads();
+  if (threadIdx.x / 32 == kGroups * gs::kConsumerWarps) {
+    produce(p, ring, full, empty);
+  } else {
+    consume<kGroups>(p, ring, act, full, empty);
+  }
+}
+
+struct FillParams {
+  uint8_t* p;
+  int64_t n;  // bytes
+  uint32_t seed;
+  int mode;   // 0: random bytes, 1: f16 scales in +-[2^-7, 2^-6)
+};
+__global__ void fill_kernel(const __grid_constant__ FillParams f) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i * 2 < f.n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ f.seed;
+    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
+    reinterpret_cast<uint16_t*>(f.p)[i] = f.mode == 0 ? uint16_t(h) : uint16_t(0x2000u | (h & 0x83FFu));
+  }
+}
+void fill(void* p, int64_t n, uint32_t seed, int mode) {
+  fill_kernel<<<1024, 256>>>({static_cast<uint8_t*>(p), n, seed, mode});
+  CK(cudaGetLastError());
+}
+
+__global__ void random_floats(float* x, int64_t n, uint32_t seed) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  uint32_t h = uint32_t(i) * 2654435761u ^ seed;
+  h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+  x[i] = float(h >> 8) / float(1 << 24) * 2.0f - 1.0f;
+}
+// One warp a 32-element block, as the product's activation quantization (act_quant.cuh).
+__global__ void quantize(const float* x, int64_t n, int8_t* q, float2* ds) {
+  const int64_t blk = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (blk * 32 >= n) return;
+  quantize_q8_0_lane(x[blk * 32 + (threadIdx.x & 31)], q + blk * 32, ds + blk);
+}
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int layers = 32, reps = 5;
+  bool check = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--layers" && i + 1 < argc) layers = std::atoi(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--check") check = true;
+    else {
+      std::fprintf(stderr, "usage: gemv_chain_bench [--layers N] [--reps N] [--check]\n");
+      return 2;
+    }
+  }
+  CudaContext ctx(0);
+  const int64_t shapes[kKinds][2] = {{4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};
+  ChainParams p{};
+  std::vector<float*> xs(kKinds);
+  std::vector<TensorView> x_views(kKinds), out_views(kKinds);
+  std::vector<float*> ref_out(kKinds);
+  for (int k = 0; k < kKinds; ++k) {
+    ChainShape& s = p.shape[k];
+    s.n_in = shapes[k][0];
+    s.n_out = shapes[k][1];
+    s.units = int32_t(s.n_in / 32);
+    s.n_col_tiles = std::max(1, (s.units + 64) / 128);  // ~128 units (2 KB of codes) a row segment
+    s.ku = (s.units + s.n_col_tiles - 1) / s.n_col_tiles;
+    s.ku = (s.ku + 7) / 8 * 8;
+    s.n_col_tiles = (s.units + s.ku - 1) / s.ku;
+    s.act_bytes = uint32_t(s.units) * 40;
+    CK(cudaMalloc(&xs[k], s.n_in * 4));
+    random_floats<<<unsigned((s.n_in + 255) / 256), 256>>>(xs[k], s.n_in, 7u + k);
+    int8_t* q = nullptr;
+    float2* ds = nullptr;
+    CK(cudaMalloc(&q, s.n_in));
+    CK(cudaMalloc(&ds, s.n_in / 32 * 8));
+    quantize<<<unsigned((s.n_in + 255) / 256), 256>>>(xs[k], s.n_in, q, ds);
+    s.xq = q;
+    s.xds = ds;
+    CK(cudaMalloc(&s.out, s.n_out * 4));
+    CK(cudaMalloc(&ref_out[k], s.n_out * 4));
+    x_views[k] = make_view(xs[k], DType::kF32, {s.n_in, 1, 1, 1});
+    out_views[k] = make_view(ref_out[k], DType::kF32, {s.n_out, 1, 1, 1});
+    x_views[k].device = out_views[k].device = Device::kCuda;
+  }
+  // Weights: every (layer, kind) its own allocation in the GPU layout (codes, then scales).
+  std::vector<QWeight> w(size_t(layers) * kKinds);
+  std::vector<TensorView> w_views(w.size());
+  double bytes = 0;
+  for (int l = 0; l < layers; ++l) {
+    for (int k = 0; k < kKinds; ++k) {
+      const int64_t n_in = shapes[k][0], n_out = shapes[k][1];
+      const WeightLayout lay = weight_layout(DType::kQ4_0, n_in, n_out);
+      uint8_t* d = nullptr;
+      CK(cudaMalloc(&d, lay.total_bytes));
+      fill(d, int64_t(lay.region_offset[1]), 17u + uint32_t(l * kKinds + k), 0);
+      fill(d + lay.region_offset[1], int64_t(lay.total_bytes - lay.region_offset[1]), 91u + uint32_t(l), 1);
+      w[size_t(l * kKinds + k)] = qweight_of(DType::kQ4_0, d, n_in, n_out, 0);
+      w_views[size_t(l * kKinds + k)] = make_view(d, DType::kQ4_0, {n_in, n_out, 1, 1});
+      w_views[size_t(l * kKinds + k)].device = Device::kCuda;
+      bytes += double(n_in / 32) * double(n_out) * kUnitBytes;
+    }
+  }
+  QWeight* w_dev = nullptr;
+  CK(cudaMalloc(&w_dev, w.size() * sizeof(QWeight)));
+  CK(cudaMemcpy(w_dev, w.data(), w.size() * sizeof(QWeight), cudaMemcpyHostToDevice));
+  p.w = w_dev;
+  p.n_layers = layers;
+  CK(cudaMalloc(&p.barrier, 4));
+
+  uint32_t act_max = 0, pitch = 0;
+  for (const ChainShape& s : p.shape) {
+    act_max = std::max(act_max, s.act_bytes);
+    pitch = std::max(pitch, uint32_t(kRows) * uint32_t(s.ku) * kUnitBytes);
+  }
+  p.stage_pitch = (pitch + 127) / 128 * 128;
+  const size_t fixed = 2 * kMaxStages * 8 + (act_max + 127) / 128 * 128;
+  const size_t max_smem = 227 * 1024;
+  p.n_stages = int(std::min<size_t>(kMaxStages, (max_smem - fixed) / p.stage_pitch));
+  const size_t smem = fixed + size_t(p.n_stages) * p.stage_pitch;
+  CK(cudaFuncSetAttribute(chain_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  CK(cudaFuncSetAttribute(chain_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  std::printf("device: %s, %d SMs; %d layers of the 8B Q4_0 shapes, %.2f GB of weights; ring %d x %u B\n",
+              ctx.device_name().c_str(), ctx.sm_count(), layers, bytes * 1e-9, p.n_stages, p.stage_pitch);
+
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  auto run_chain = [&](bool wait, int groups) {
+    p.wait = wait;
+    CK(cudaMemsetAsync(p.barrier, 0, 4, ctx.stream()));
+    void* args[] = {&p};
+    CK(cudaEventRecord(e0, ctx.stream()));
+    const void* kernel = groups == 1 ? reinterpret_cast<const void*>(chain_kernel<1>)
+                                     : reinterpret_cast<const void*>(chain_kernel<2>);
+    CK(cudaLaunchCooperativeKernel(kernel, dim3(unsigned(ctx.sm_count())),
+                                   dim3(unsigned((groups * gs::kConsumerWarps + 1) * 32)), args, smem, ctx.stream()));
+    CK(cudaEventRecord(e1, ctx.stream()));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms;
+  };
+  // The product's chain, run once eagerly (its scratch allocated outside the capture), then
+  // captured as one graph.
+  auto product_pass = [&] {
+    for (int l = 0; l < layers; ++l) {
+      for (int k = 0; k < kKinds; ++k) {
+        const GemvTarget t{out_views[k], w_views[size_t(l * kKinds + k)], nullptr};
+        gemv_parts(ctx, x_views[k], std::span(&t, 1));
+      }
+    }
+  };
+  product_pass();
+  CK(cudaStreamSynchronize(ctx.stream()));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CK(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal));
+  product_pass();
+  CK(cudaStreamEndCapture(ctx.stream(), &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  auto run_product = [&] {
+    CK(cudaEventRecord(e0, ctx.stream()));
+    CK(cudaGraphLaunch(exec, ctx.stream()));
+    CK(cudaEventRecord(e1, ctx.stream()));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms;
+  };
+
+  std::printf("| run | ms a pass | per layer us | TB/s | share of 4.3 TB/s |\n| --- | --- | --- | --- | --- |\n");
+  auto report = [&](const char* name, auto&& run) {
+    run();
+    std::vector<float> ms;
+    for (int r = 0; r < reps; ++r) ms.push_back(run());
+    const double m = median(ms);
+    std::printf("| %s | %.3f | %.1f | %.2f | %.0f %% |\n", name, m, m * 1e3 / layers, bytes / (m * 1e-3) * 1e-12,
+                100.0 * bytes / (m * 1e-3) / kRoofline);
+    std::fflush(stdout);
+  };
+  report("product (graph of gemv_parts launches)", run_product);
+  report("chain (one persistent launch, grid barrier between GEMVs)", [&] { return run_chain(true, 1); });
+  report("stream (one persistent launch, no barriers)", [&] { return run_chain(false, 1); });
+  report("chain, 16 consumer warps (two groups of 8)", [&] { return run_chain(true, 2); });
+  report("stream, 16 consumer warps", [&] { return run_chain(false, 2); });
+
+  if (check) {
+    run_product();
+    run_chain(true, 2);
+    for (int k = 0; k < kKinds; ++k) {
+      const int64_t n = p.shape[k].n_out;
+      std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+      CK(cudaMemcpy(a.data(), p.shape[k].out, n * 4, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(b.data(), ref_out[k], n * 4, cudaMemcpyDeviceToHost));
+      double dmax = 0, rmax = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        dmax = std::max(dmax, std::isnan(a[size_t(i)]) ? INFINITY : std::fabs(double(a[size_t(i)]) - b[size_t(i)]));
+        rmax = std::max(rmax, std::fabs(double(b[size_t(i)])));
+      }
+      std::printf("check kind %d (%lld x %lld): max |chain - product| / max |product| = %.2e\n", k,
+                  (long long)shapes[k][0], (long long)n, dmax / std::max(rmax, 1e-30));
+    }
+  }
+  return 0;
+}
