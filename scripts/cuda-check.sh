@@ -161,8 +161,11 @@ for s in $sections; do
     # v8); needs the microbenchmarks (-DCERA_CUDA_BENCH=ON).
     chain_bench=${CERA_BIN:+$CERA_BIN/gemv_chain_bench}
     chain_bench=${chain_bench:-build-cuda/src/ops/cuda/gemv_chain_bench}
-    run "persistent GEMV chain bench (8B Q4_0 shapes, 32 layers)" chain.log timeout 120 "$chain_bench" --check
-    grep -E "^\||check" "$OUT/chain.log" | tee -a "$OUT/bench.md"
+    for per_sm in 1 2; do
+      run "persistent GEMV chain bench (8B Q4_0 shapes, 32 layers, $per_sm block(s) an SM)" chain-$per_sm.log \
+        timeout 120 "$chain_bench" --check --blocks-per-sm $per_sm
+      grep -E "^\||check|device" "$OUT/chain-$per_sm.log" | tee -a "$OUT/bench.md"
+    done
     ;;
   gemv-ab)
     # Decode with the streaming GEMV never / where it pays (default) / everywhere, one machine for all.

@@ -5,16 +5,18 @@
 // comes from HBM), batch 1:
 //   product  each GEMV through gemv_parts (its activation quantization and the GEMV kernel it
 //            picks, streaming or v2), the whole chain captured as one CUDA graph with PDL edges;
-//   chain    one cooperative launch, one block an SM: the producer warp streams every GEMV's row
+//   chain    one cooperative launch, one block an SM (--blocks-per-sm: more, each with its own
+//            producer and a share of the ring): the producer warp streams every GEMV's row
 //            groups (static: group g to block g mod grid) into a shared-memory ring and runs
-//            ahead into the next GEMVs' weights; the 8 consumer warps dot the tiles and, before
+//            ahead into the next GEMVs' weights; 8 consumer warps (or 16 in two groups taking
+//            alternate row groups) dot the tiles and, before
 //            each GEMV, wait at a grid barrier until every block has finished the previous one
 //            (the data dependency of a real step: each GEMV's input is the previous one's output);
 //   stream   the same without the barriers: the ceiling of the persistent streaming itself.
 // Inputs are fixed random activations per shape (the barrier, not the data, carries the
 // dependency). --check compares the chain's last-layer outputs with the product's.
 // Built with -DCERA_CUDA_BENCH=ON (target gemv_chain_bench); run on the GPU machine:
-//   gemv_chain_bench [--layers 32] [--reps 5] [--check]
+//   gemv_chain_bench [--layers 32] [--reps 5] [--blocks-per-sm 1] [--check]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,15 +33,6 @@
 using namespace cera;
 using namespace cera::ops::cuda;
 namespace gs = cera::ops::cuda::gemv_stream;
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 namespace {
 
@@ -236,7 +229,7 @@ __global__ void fill_kernel(const __grid_constant__ FillParams f) {
 }
 void fill(void* p, int64_t n, uint32_t seed, int mode) {
   fill_kernel<<<1024, 256>>>({static_cast<uint8_t*>(p), n, seed, mode});
-  CK(cudaGetLastError());
+  CERA_CUDA_CHECK(cudaGetLastError());
 }
 
 __global__ void random_floats(float* x, int64_t n, uint32_t seed) {
@@ -261,15 +254,16 @@ float median(std::vector<float> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int layers = 32, reps = 5;
+  int layers = 32, reps = 5, per_sm = 1;
   bool check = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--layers" && i + 1 < argc) layers = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--blocks-per-sm" && i + 1 < argc) per_sm = std::clamp(std::atoi(argv[++i]), 1, 3);
     else if (a == "--check") check = true;
     else {
-      std::fprintf(stderr, "usage: gemv_chain_bench [--layers N] [--reps N] [--check]\n");
+      std::fprintf(stderr, "usage: gemv_chain_bench [--layers N] [--reps N] [--blocks-per-sm 1-3] [--check]\n");
       return 2;
     }
   }
@@ -289,17 +283,17 @@ int main(int argc, char** argv) {
     s.ku = (s.ku + 7) / 8 * 8;
     s.n_col_tiles = (s.units + s.ku - 1) / s.ku;
     s.act_bytes = uint32_t(s.units) * 40;
-    CK(cudaMalloc(&xs[k], s.n_in * 4));
+    CERA_CUDA_CHECK(cudaMalloc(&xs[k], s.n_in * 4));
     random_floats<<<unsigned((s.n_in + 255) / 256), 256>>>(xs[k], s.n_in, 7u + k);
     int8_t* q = nullptr;
     float2* ds = nullptr;
-    CK(cudaMalloc(&q, s.n_in));
-    CK(cudaMalloc(&ds, s.n_in / 32 * 8));
+    CERA_CUDA_CHECK(cudaMalloc(&q, s.n_in));
+    CERA_CUDA_CHECK(cudaMalloc(&ds, s.n_in / 32 * 8));
     quantize<<<unsigned((s.n_in + 255) / 256), 256>>>(xs[k], s.n_in, q, ds);
     s.xq = q;
     s.xds = ds;
-    CK(cudaMalloc(&s.out, s.n_out * 4));
-    CK(cudaMalloc(&ref_out[k], s.n_out * 4));
+    CERA_CUDA_CHECK(cudaMalloc(&s.out, s.n_out * 4));
+    CERA_CUDA_CHECK(cudaMalloc(&ref_out[k], s.n_out * 4));
     x_views[k] = make_view(xs[k], DType::kF32, {s.n_in, 1, 1, 1});
     out_views[k] = make_view(ref_out[k], DType::kF32, {s.n_out, 1, 1, 1});
     x_views[k].device = out_views[k].device = Device::kCuda;
@@ -313,7 +307,7 @@ int main(int argc, char** argv) {
       const int64_t n_in = shapes[k][0], n_out = shapes[k][1];
       const WeightLayout lay = weight_layout(DType::kQ4_0, n_in, n_out);
       uint8_t* d = nullptr;
-      CK(cudaMalloc(&d, lay.total_bytes));
+      CERA_CUDA_CHECK(cudaMalloc(&d, lay.total_bytes));
       fill(d, int64_t(lay.region_offset[1]), 17u + uint32_t(l * kKinds + k), 0);
       fill(d + lay.region_offset[1], int64_t(lay.total_bytes - lay.region_offset[1]), 91u + uint32_t(l), 1);
       w[size_t(l * kKinds + k)] = qweight_of(DType::kQ4_0, d, n_in, n_out, 0);
@@ -323,11 +317,11 @@ int main(int argc, char** argv) {
     }
   }
   QWeight* w_dev = nullptr;
-  CK(cudaMalloc(&w_dev, w.size() * sizeof(QWeight)));
-  CK(cudaMemcpy(w_dev, w.data(), w.size() * sizeof(QWeight), cudaMemcpyHostToDevice));
+  CERA_CUDA_CHECK(cudaMalloc(&w_dev, w.size() * sizeof(QWeight)));
+  CERA_CUDA_CHECK(cudaMemcpy(w_dev, w.data(), w.size() * sizeof(QWeight), cudaMemcpyHostToDevice));
   p.w = w_dev;
   p.n_layers = layers;
-  CK(cudaMalloc(&p.barrier, 4));
+  CERA_CUDA_CHECK(cudaMalloc(&p.barrier, 4));
 
   uint32_t act_max = 0, pitch = 0;
   for (const ChainShape& s : p.shape) {
@@ -336,30 +330,32 @@ int main(int argc, char** argv) {
   }
   p.stage_pitch = (pitch + 127) / 128 * 128;
   const size_t fixed = 2 * kMaxStages * 8 + (act_max + 127) / 128 * 128;
-  const size_t max_smem = 227 * 1024;
+  // A block's share of the SM's 228 KB (1 KB of it reserved a block by the hardware).
+  const size_t max_smem = std::min<size_t>(227 * 1024, 228 * 1024 / size_t(per_sm) - 1024);
   p.n_stages = int(std::min<size_t>(kMaxStages, (max_smem - fixed) / p.stage_pitch));
   const size_t smem = fixed + size_t(p.n_stages) * p.stage_pitch;
-  CK(cudaFuncSetAttribute(chain_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  CK(cudaFuncSetAttribute(chain_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  std::printf("device: %s, %d SMs; %d layers of the 8B Q4_0 shapes, %.2f GB of weights; ring %d x %u B\n",
-              ctx.device_name().c_str(), ctx.sm_count(), layers, bytes * 1e-9, p.n_stages, p.stage_pitch);
+  CERA_CUDA_CHECK(cudaFuncSetAttribute(chain_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  CERA_CUDA_CHECK(cudaFuncSetAttribute(chain_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  std::printf("device: %s, %d SMs; %d layers of the 8B Q4_0 shapes, %.2f GB of weights; %d block(s) an SM, "
+              "ring %d x %u B\n",
+              ctx.device_name().c_str(), ctx.sm_count(), layers, bytes * 1e-9, per_sm, p.n_stages, p.stage_pitch);
 
   cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  CERA_CUDA_CHECK(cudaEventCreate(&e0));
+  CERA_CUDA_CHECK(cudaEventCreate(&e1));
   auto run_chain = [&](bool wait, int groups) {
     p.wait = wait;
-    CK(cudaMemsetAsync(p.barrier, 0, 4, ctx.stream()));
+    CERA_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, 4, ctx.stream()));
     void* args[] = {&p};
-    CK(cudaEventRecord(e0, ctx.stream()));
+    CERA_CUDA_CHECK(cudaEventRecord(e0, ctx.stream()));
     const void* kernel = groups == 1 ? reinterpret_cast<const void*>(chain_kernel<1>)
                                      : reinterpret_cast<const void*>(chain_kernel<2>);
-    CK(cudaLaunchCooperativeKernel(kernel, dim3(unsigned(ctx.sm_count())),
+    CERA_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(unsigned(per_sm * ctx.sm_count())),
                                    dim3(unsigned((groups * gs::kConsumerWarps + 1) * 32)), args, smem, ctx.stream()));
-    CK(cudaEventRecord(e1, ctx.stream()));
-    CK(cudaEventSynchronize(e1));
+    CERA_CUDA_CHECK(cudaEventRecord(e1, ctx.stream()));
+    CERA_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
+    CERA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     return ms;
   };
   // The product's chain, run once eagerly (its scratch allocated outside the capture), then
@@ -373,20 +369,20 @@ int main(int argc, char** argv) {
     }
   };
   product_pass();
-  CK(cudaStreamSynchronize(ctx.stream()));
+  CERA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  CK(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal));
+  CERA_CUDA_CHECK(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal));
   product_pass();
-  CK(cudaStreamEndCapture(ctx.stream(), &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
+  CERA_CUDA_CHECK(cudaStreamEndCapture(ctx.stream(), &graph));
+  CERA_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   auto run_product = [&] {
-    CK(cudaEventRecord(e0, ctx.stream()));
-    CK(cudaGraphLaunch(exec, ctx.stream()));
-    CK(cudaEventRecord(e1, ctx.stream()));
-    CK(cudaEventSynchronize(e1));
+    CERA_CUDA_CHECK(cudaEventRecord(e0, ctx.stream()));
+    CERA_CUDA_CHECK(cudaGraphLaunch(exec, ctx.stream()));
+    CERA_CUDA_CHECK(cudaEventRecord(e1, ctx.stream()));
+    CERA_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
+    CERA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     return ms;
   };
 
@@ -401,19 +397,34 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   };
   report("product (graph of gemv_parts launches)", run_product);
-  report("chain (one persistent launch, grid barrier between GEMVs)", [&] { return run_chain(true, 1); });
-  report("stream (one persistent launch, no barriers)", [&] { return run_chain(false, 1); });
-  report("chain, 16 consumer warps (two groups of 8)", [&] { return run_chain(true, 2); });
-  report("stream, 16 consumer warps", [&] { return run_chain(false, 2); });
+  // A cooperative launch needs every block resident: variants that do not fit per_sm blocks an SM
+  // (registers, shared memory) are reported as such.
+  auto fits = [&](int groups) {
+    int n = 0;
+    const void* kernel = groups == 1 ? reinterpret_cast<const void*>(chain_kernel<1>)
+                                     : reinterpret_cast<const void*>(chain_kernel<2>);
+    CERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, (groups * gs::kConsumerWarps + 1) * 32,
+                                                                  smem));
+    if (n < per_sm) std::printf("| %d consumer warps: %d block(s) an SM do not fit | | | | |\n", 8 * groups, per_sm);
+    return n >= per_sm;
+  };
+  if (fits(1)) {
+    report("chain (one persistent launch, grid barrier between GEMVs)", [&] { return run_chain(true, 1); });
+    report("stream (one persistent launch, no barriers)", [&] { return run_chain(false, 1); });
+  }
+  if (fits(2)) {
+    report("chain, 16 consumer warps (two groups of 8)", [&] { return run_chain(true, 2); });
+    report("stream, 16 consumer warps", [&] { return run_chain(false, 2); });
+  }
 
-  if (check) {
+  if (check && (fits(2) || fits(1))) {
     run_product();
-    run_chain(true, 2);
+    run_chain(true, fits(2) ? 2 : 1);
     for (int k = 0; k < kKinds; ++k) {
       const int64_t n = p.shape[k].n_out;
       std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
-      CK(cudaMemcpy(a.data(), p.shape[k].out, n * 4, cudaMemcpyDeviceToHost));
-      CK(cudaMemcpy(b.data(), ref_out[k], n * 4, cudaMemcpyDeviceToHost));
+      CERA_CUDA_CHECK(cudaMemcpy(a.data(), p.shape[k].out, n * 4, cudaMemcpyDeviceToHost));
+      CERA_CUDA_CHECK(cudaMemcpy(b.data(), ref_out[k], n * 4, cudaMemcpyDeviceToHost));
       double dmax = 0, rmax = 0;
       for (int64_t i = 0; i < n; ++i) {
         dmax = std::max(dmax, std::isnan(a[size_t(i)]) ? INFINITY : std::fabs(double(a[size_t(i)]) - b[size_t(i)]));
