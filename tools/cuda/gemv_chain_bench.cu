@@ -9,7 +9,7 @@
 //            producer and a share of the ring): the producer warp streams every GEMV's row
 //            groups (static: group g to block g mod grid) into a shared-memory ring and runs
 //            ahead into the next GEMVs' weights; 8 consumer warps (or 16 in two groups taking
-//            alternate row groups) dot the tiles and, before
+//            alternate row groups, or 8 dotting two rows each) dot the tiles and, before
 //            each GEMV, wait at a grid barrier until every block has finished the previous one
 //            (the data dependency of a real step: each GEMV's input is the previous one's output);
 //   stream   the same without the barriers: the ceiling of the persistent streaming itself.
@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,7 +41,7 @@ constexpr double kRoofline = 4.3e12;  // bytes/s (PERFORMANCE.md)
 constexpr int kKinds = 4;             // Q/K/V, O, gate/up, down: one weight each
 constexpr int kUnitBytes = 18;        // Q4_0: 16 code bytes + a 2-byte scale a 32-weight unit
 constexpr int kMaxStages = 16;
-constexpr int kRows = gs::kConsumerWarps;  // rows a tile (one a consumer warp)
+constexpr int kWarpsC = gs::kConsumerWarps;  // consumer warps a group; a tile has kRpw rows a warp
 
 struct ChainShape {
   int64_t n_in, n_out;
@@ -67,15 +68,17 @@ __device__ __forceinline__ int ld_acquire(const int32_t* p) {
   return v;
 }
 
-// Tile (group g, column c) of GEMV shape s: its rows and units.
+// Tile (group g, column c) of GEMV shape s, kRows rows a group: its rows and units.
 struct TileDims {
   int rows, ku_this;
 };
+template <int kRows>
 __device__ __forceinline__ TileDims dims(const ChainShape& s, int64_t g, int c) {
   const int64_t left = s.n_out - g * kRows;
   return {int(left < kRows ? left : kRows), min(s.ku, s.units - c * s.ku)};
 }
 
+template <int kRows>
 __device__ void produce(const ChainParams& p, uint8_t* ring, uint64_t* full, uint64_t* empty) {
   const int lane = threadIdx.x & 31;
   const uint64_t policy = gs::evict_first_policy();
@@ -89,7 +92,7 @@ __device__ void produce(const ChainParams& p, uint8_t* ring, uint64_t* full, uin
         for (int c = 0; c < s.n_col_tiles; ++c, ++it) {
           const int st = int(it % p.n_stages);
           if (it >= p.n_stages) gs::mbar_wait(&empty[st], uint32_t((it / p.n_stages) & 1) ^ 1u);
-          const TileDims d = dims(s, g, c);
+          const TileDims d = dims<kRows>(s, g, c);
           if (lane == 0) gs::mbar_arrive_expect_tx(&full[st], uint32_t(d.rows) * d.ku_this * kUnitBytes);
           __syncwarp();
           // One copy a plane when the tile's rows are one contiguous run, else one a row and plane.
@@ -121,8 +124,10 @@ __device__ __forceinline__ void consumers_sync_all() {
   }
 }
 
-template <int kGroups>
+// kRpw rows a warp: warp w dots rows w and w + 8 of a 16-row tile with one read of the activations.
+template <int kGroups, int kRpw>
 __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act, uint64_t* full, uint64_t* empty) {
+  constexpr int kRows = kWarpsC * kRpw;
   const int warp = (threadIdx.x / 32) % gs::kConsumerWarps, q = threadIdx.x / 32 / gs::kConsumerWarps;
   const int lane = threadIdx.x & 31;
   constexpr int kThreadsC = kGroups * gs::kConsumerWarps * 32;
@@ -148,35 +153,43 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
       const int64_t mine = n_groups > blockIdx.x ? (n_groups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
       for (int64_t j = q; j < mine; j += kGroups) {
         const int64_t g = blockIdx.x + j * gridDim.x;
-        float acc = 0.0f;
+        float acc[kRpw] = {};
         for (int c = 0; c < s.n_col_tiles; ++c) {
           const int64_t it = base + j * s.n_col_tiles + c;
           const int st = int(it % p.n_stages);
           gs::mbar_wait(&full[st], uint32_t((it / p.n_stages) & 1));
-          const TileDims d = dims(s, g, c);
+          const TileDims d = dims<kRows>(s, g, c);
           if (warp < d.rows) {
             const uint8_t* stage = ring + size_t(st) * p.stage_pitch;
-            gs::Planes pl;
-            pl.p[0] = stage + warp * s.ku * 16;
-            pl.p[1] = stage + kRows * s.ku * 16 + warp * s.ku * 2;
-            pl.p[2] = nullptr;
+            gs::Planes pl[kRpw];
+#pragma unroll
+            for (int h = 0; h < kRpw; ++h) {
+              const int r = warp + kWarpsC * h;
+              pl[h].p[0] = stage + r * s.ku * 16;
+              pl[h].p[1] = stage + kRows * s.ku * 16 + r * s.ku * 2;
+              pl[h].p[2] = nullptr;
+            }
+            const bool second = kRpw == 2 && warp + kWarpsC < d.rows;
             const int u0 = c * s.ku;
 #pragma unroll 4
             for (int u = lane; u < d.ku_this; u += 32) {
-              const auto r = gs::Stream<DType::kQ4_0>::load(pl, u);
               const XUnit x{reinterpret_cast<const uint4*>(act)[u0 + u],
                             reinterpret_cast<const uint4*>(act)[s.units + u0 + u],
                             reinterpret_cast<const float2*>(act + size_t(s.units) * 32)[u0 + u]};
-              acc += Unit<DType::kQ4_0>::dotx(r, x);
+              acc[0] += Unit<DType::kQ4_0>::dotx(gs::Stream<DType::kQ4_0>::load(pl[0], u), x);
+              if (kRpw == 2 && second) acc[kRpw - 1] += Unit<DType::kQ4_0>::dotx(gs::Stream<DType::kQ4_0>::load(pl[kRpw - 1], u), x);
             }
           }
           __syncwarp();
           if (lane == 0) gs::mbar_arrive(&empty[st]);
         }
-        const int64_t row = g * kRows + warp;
-        if (row < s.n_out) {
-          const float v = gemv_detail::warp_sum(acc);
-          if (lane == 0) s.out[row] = v;
+#pragma unroll
+        for (int h = 0; h < kRpw; ++h) {
+          const int64_t row = g * kRows + warp + kWarpsC * h;
+          if (row < s.n_out) {
+            const float v = gemv_detail::warp_sum(acc[h]);
+            if (lane == 0) s.out[row] = v;
+          }
         }
       }
       base += mine * s.n_col_tiles;
@@ -189,7 +202,7 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
   }
 }
 
-template <int kGroups>
+template <int kGroups, int kRpw>
 __global__ void __launch_bounds__((kGroups * gs::kConsumerWarps + 1) * 32, 1)
     chain_kernel(const __grid_constant__ ChainParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
@@ -208,9 +221,9 @@ __global__ void __launch_bounds__((kGroups * gs::kConsumerWarps + 1) * 32, 1)
   }
   __syncthreads();
   if (threadIdx.x / 32 == kGroups * gs::kConsumerWarps) {
-    produce(p, ring, full, empty);
+    produce<kWarpsC * kRpw>(p, ring, full, empty);
   } else {
-    consume<kGroups>(p, ring, act, full, empty);
+    consume<kGroups, kRpw>(p, ring, act, full, empty);
   }
 }
 
@@ -323,35 +336,61 @@ int main(int argc, char** argv) {
   p.n_layers = layers;
   CERA_CUDA_CHECK(cudaMalloc(&p.barrier, 4));
 
-  uint32_t act_max = 0, pitch = 0;
+  uint32_t act_max = 0, max_ku = 0;
+  int max_cols = 1;
   for (const ChainShape& s : p.shape) {
     act_max = std::max(act_max, s.act_bytes);
-    pitch = std::max(pitch, uint32_t(kRows) * uint32_t(s.ku) * kUnitBytes);
+    max_ku = std::max(max_ku, uint32_t(s.ku));
+    max_cols = std::max(max_cols, int(s.n_col_tiles));
   }
-  p.stage_pitch = (pitch + 127) / 128 * 128;
   const size_t fixed = 2 * kMaxStages * 8 + (act_max + 127) / 128 * 128;
   // A block's share of the SM's 228 KB (1 KB of it reserved a block by the hardware).
   const size_t max_smem = std::min<size_t>(227 * 1024, 228 * 1024 / size_t(per_sm) - 1024);
-  p.n_stages = int(std::min<size_t>(kMaxStages, (max_smem - fixed) / p.stage_pitch));
-  const size_t smem = fixed + size_t(p.n_stages) * p.stage_pitch;
-  CERA_CUDA_CHECK(cudaFuncSetAttribute(chain_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  CERA_CUDA_CHECK(cudaFuncSetAttribute(chain_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  std::printf("device: %s, %d SMs; %d layers of the 8B Q4_0 shapes, %.2f GB of weights; %d block(s) an SM, "
-              "ring %d x %u B\n",
-              ctx.device_name().c_str(), ctx.sm_count(), layers, bytes * 1e-9, per_sm, p.n_stages, p.stage_pitch);
+  std::printf("device: %s, %d SMs; %d layers of the 8B Q4_0 shapes, %.2f GB of weights; %d block(s) an SM\n",
+              ctx.device_name().c_str(), ctx.sm_count(), layers, bytes * 1e-9, per_sm);
+
+  // The persistent variants: consumer groups of 8 warps, rows a consumer warp dots a tile.
+  struct Variant {
+    int groups, rpw;
+    const void* kernel;
+    const char* name;
+  };
+  const Variant variants[] = {
+      {1, 1, reinterpret_cast<const void*>(chain_kernel<1, 1>), "8 consumer warps"},
+      {2, 1, reinterpret_cast<const void*>(chain_kernel<2, 1>), "16 consumer warps (two groups of 8)"},
+      {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2>), "8 consumer warps, 2 rows a warp"},
+  };
+  // Ring geometry and shared memory of a variant (tiles of 8 x rpw rows).
+  auto configure = [&](const Variant& v) {
+    p.stage_pitch = (uint32_t(kWarpsC * v.rpw) * max_ku * kUnitBytes + 127) / 128 * 128;
+    p.n_stages = int(std::min<size_t>(kMaxStages, (max_smem - fixed) / p.stage_pitch));
+    const size_t smem = fixed + size_t(p.n_stages) * p.stage_pitch;
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    return smem;
+  };
+  // A cooperative launch needs every block resident: a variant that does not fit per_sm blocks an
+  // SM (registers, shared memory) is reported instead of launched. So is one whose ring is shorter
+  // than the tiles between two of a group's (the other groups' row groups): a group waiting on a
+  // stage must be at most one phase of its mbarrier ahead.
+  auto fits = [&](const Variant& v) {
+    const size_t smem = configure(v);
+    int n = 0;
+    CERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, v.kernel, (v.groups * kWarpsC + 1) * 32, smem));
+    return p.n_stages >= std::max(2, (v.groups - 1) * max_cols + 1) && n >= per_sm;
+  };
 
   cudaEvent_t e0, e1;
   CERA_CUDA_CHECK(cudaEventCreate(&e0));
   CERA_CUDA_CHECK(cudaEventCreate(&e1));
-  auto run_chain = [&](bool wait, int groups) {
+  auto run_chain = [&](const Variant& v, bool wait) {
+    const size_t smem = configure(v);
     p.wait = wait;
     CERA_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, 4, ctx.stream()));
     void* args[] = {&p};
     CERA_CUDA_CHECK(cudaEventRecord(e0, ctx.stream()));
-    const void* kernel = groups == 1 ? reinterpret_cast<const void*>(chain_kernel<1>)
-                                     : reinterpret_cast<const void*>(chain_kernel<2>);
-    CERA_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(unsigned(per_sm * ctx.sm_count())),
-                                   dim3(unsigned((groups * gs::kConsumerWarps + 1) * 32)), args, smem, ctx.stream()));
+    CERA_CUDA_CHECK(cudaLaunchCooperativeKernel(v.kernel, dim3(unsigned(per_sm * ctx.sm_count())),
+                                                dim3(unsigned((v.groups * kWarpsC + 1) * 32)), args, smem,
+                                                ctx.stream()));
     CERA_CUDA_CHECK(cudaEventRecord(e1, ctx.stream()));
     CERA_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
@@ -387,39 +426,28 @@ int main(int argc, char** argv) {
   };
 
   std::printf("| run | ms a pass | per layer us | TB/s | share of 4.3 TB/s |\n| --- | --- | --- | --- | --- |\n");
-  auto report = [&](const char* name, auto&& run) {
+  auto report = [&](const std::string& name, auto&& run) {
     run();
     std::vector<float> ms;
     for (int r = 0; r < reps; ++r) ms.push_back(run());
     const double m = median(ms);
-    std::printf("| %s | %.3f | %.1f | %.2f | %.0f %% |\n", name, m, m * 1e3 / layers, bytes / (m * 1e-3) * 1e-12,
-                100.0 * bytes / (m * 1e-3) / kRoofline);
+    std::printf("| %s | %.3f | %.1f | %.2f | %.0f %% |\n", name.c_str(), m, m * 1e3 / layers,
+                bytes / (m * 1e-3) * 1e-12, 100.0 * bytes / (m * 1e-3) / kRoofline);
     std::fflush(stdout);
   };
   report("product (graph of gemv_parts launches)", run_product);
-  // A cooperative launch needs every block resident: variants that do not fit per_sm blocks an SM
-  // (registers, shared memory) are reported as such.
-  auto fits = [&](int groups) {
-    int n = 0;
-    const void* kernel = groups == 1 ? reinterpret_cast<const void*>(chain_kernel<1>)
-                                     : reinterpret_cast<const void*>(chain_kernel<2>);
-    CERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, (groups * gs::kConsumerWarps + 1) * 32,
-                                                                  smem));
-    if (n < per_sm) std::printf("| %d consumer warps: %d block(s) an SM do not fit | | | | |\n", 8 * groups, per_sm);
-    return n >= per_sm;
-  };
-  if (fits(1)) {
-    report("chain (one persistent launch, grid barrier between GEMVs)", [&] { return run_chain(true, 1); });
-    report("stream (one persistent launch, no barriers)", [&] { return run_chain(false, 1); });
-  }
-  if (fits(2)) {
-    report("chain, 16 consumer warps (two groups of 8)", [&] { return run_chain(true, 2); });
-    report("stream, 16 consumer warps", [&] { return run_chain(false, 2); });
-  }
-
-  if (check && (fits(2) || fits(1))) {
+  for (const Variant& v : variants) {
+    if (!fits(v)) {
+      std::printf("| persistent, %s: %d block(s) an SM do not fit | | | | |\n", v.name, per_sm);
+      continue;
+    }
+    const std::string ring = ", ring " + std::to_string(p.n_stages) + " x " + std::to_string(p.stage_pitch) + " B";
+    report(std::string("chain (persistent, grid barrier between GEMVs), ") + v.name + ring,
+           [&] { return run_chain(v, true); });
+    report(std::string("stream (persistent, no barriers), ") + v.name + ring, [&] { return run_chain(v, false); });
+    if (!check) continue;
     run_product();
-    run_chain(true, fits(2) ? 2 : 1);
+    run_chain(v, true);
     for (int k = 0; k < kKinds; ++k) {
       const int64_t n = p.shape[k].n_out;
       std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
@@ -430,7 +458,7 @@ int main(int argc, char** argv) {
         dmax = std::max(dmax, std::isnan(a[size_t(i)]) ? INFINITY : std::fabs(double(a[size_t(i)]) - b[size_t(i)]));
         rmax = std::max(rmax, std::fabs(double(b[size_t(i)])));
       }
-      std::printf("check kind %d (%lld x %lld): max |chain - product| / max |product| = %.2e\n", k,
+      std::printf("check %s, kind %d (%lld x %lld): max |chain - product| / max |product| = %.2e\n", v.name, k,
                   (long long)shapes[k][0], (long long)n, dmax / std::max(rmax, 1e-30));
     }
   }
