@@ -12,9 +12,13 @@
 //            alternate row groups, or 8 dotting two rows each) dot the tiles and, before
 //            each GEMV, wait at a grid barrier until every block has finished the previous one
 //            (the data dependency of a real step: each GEMV's input is the previous one's output);
-//   stream   the same without the barriers: the ceiling of the persistent streaming itself.
+//   stream   the same without the barriers: the ceiling of the persistent streaming itself;
+//   registers the same chain and stream with the weights read straight into registers, one warp a
+//            row as the product's v2 GEMV (16 warps a block, 2 x blocks-per-sm blocks an SM).
 // Inputs are fixed random activations per shape (the barrier, not the data, carries the
-// dependency). --check compares the chain's last-layer outputs with the product's.
+// dependency). --check compares each persistent variant's last-layer outputs with the product's.
+// Measured (v8): the ring with 8 and 16 consumer warps at one block an SM; the other variants
+// were added after the session's device time ran out.
 // Built with -DCERA_CUDA_BENCH=ON (target gemv_chain_bench); run on the GPU machine:
 //   gemv_chain_bench [--layers 32] [--reps 5] [--blocks-per-sm 1] [--check]
 #include <cuda_runtime.h>
@@ -227,6 +231,88 @@ __global__ void __launch_bounds__((kGroups * gs::kConsumerWarps + 1) * 32, 1)
   }
 }
 
+// The register form of the persistent chain: one warp a row as the product's v2 GEMV
+// (gemv_kernels.cuh), kWarps warps a block, rows dealt to the grid's warps in turn; each lane holds
+// kChunk units of its row in registers and loads the next chunk (of this row or of its next row)
+// before dotting this one. A GEMV's first chunk is loaded before its barrier (weights do not
+// depend on it). Activations go to shared memory once a GEMV, in the ring kernel's layout.
+constexpr int kChunk = 4;
+using RawQ4 = Unit<DType::kQ4_0>::Raw;
+
+struct DirectRow {
+  int64_t row;  // >= n_out: none
+  int c0;       // first unit of the chunk
+};
+
+__device__ __forceinline__ void load_chunk(const ChainShape& s, const QWeight& w, DirectRow at, RawQ4 (&r)[kChunk]) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < kChunk; ++j) {
+    const int u = at.c0 + lane + 32 * j;
+    if (at.row < s.n_out && u < s.units) r[j] = Unit<DType::kQ4_0>::load_stream(w, at.row * s.units + u);
+  }
+}
+
+template <int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, 2) direct_kernel(const __grid_constant__ ChainParams p) {
+  extern __shared__ __align__(16) uint8_t act[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int64_t gw = int64_t(blockIdx.x) * kWarps + warp, n_gw = int64_t(gridDim.x) * kWarps;
+  for (int l = 0; l < p.n_layers; ++l) {
+    for (int k = 0; k < kKinds; ++k) {
+      const ChainShape& s = p.shape[k];
+      const QWeight w = p.w[l * kKinds + k];
+      const int i = l * kKinds + k;
+      DirectRow at{gw, 0};
+      RawQ4 cur[kChunk];
+      load_chunk(s, w, at, cur);
+      if (p.wait && i > 0) {
+        if (threadIdx.x == 0) {
+          while (ld_acquire(p.barrier) < i * int(gridDim.x)) __nanosleep(20);
+        }
+        __syncthreads();
+      }
+      for (int u = threadIdx.x; u < s.units; u += kWarps * 32) {
+        const uint4* x = reinterpret_cast<const uint4*>(s.xq + int64_t(u) * 32);
+        reinterpret_cast<uint4*>(act)[u] = x[0];
+        reinterpret_cast<uint4*>(act)[s.units + u] = x[1];
+        reinterpret_cast<float2*>(act + size_t(s.units) * 32)[u] = s.xds[u];
+      }
+      __syncthreads();
+      float acc = 0.0f;
+      while (at.row < s.n_out) {
+        DirectRow next = at;
+        next.c0 += 32 * kChunk;
+        if (next.c0 >= s.units) next = {at.row + n_gw, 0};
+        RawQ4 nxt[kChunk];
+        load_chunk(s, w, next, nxt);
+#pragma unroll
+        for (int j = 0; j < kChunk; ++j) {
+          const int u = at.c0 + lane + 32 * j;
+          if (u < s.units) {
+            const XUnit x{reinterpret_cast<const uint4*>(act)[u], reinterpret_cast<const uint4*>(act)[s.units + u],
+                          reinterpret_cast<const float2*>(act + size_t(s.units) * 32)[u]};
+            acc += Unit<DType::kQ4_0>::dotx(cur[j], x);
+          }
+        }
+        if (next.row != at.row) {
+          const float v = gemv_detail::warp_sum(acc);
+          if (lane == 0) s.out[at.row] = v;
+          acc = 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < kChunk; ++j) cur[j] = nxt[j];
+        at = next;
+      }
+      __syncthreads();  // the activations may be replaced; every output of the block written
+      if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(p.barrier, 1);
+      }
+    }
+  }
+}
+
 struct FillParams {
   uint8_t* p;
   int64_t n;  // bytes
@@ -436,6 +522,56 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   };
   report("product (graph of gemv_parts launches)", run_product);
+  // After a product pass and a persistent pass: the last layer's outputs of each, compared.
+  auto compare = [&](const char* name) {
+    for (int k = 0; k < kKinds; ++k) {
+      const int64_t n = p.shape[k].n_out;
+      std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+      CERA_CUDA_CHECK(cudaMemcpy(a.data(), p.shape[k].out, n * 4, cudaMemcpyDeviceToHost));
+      CERA_CUDA_CHECK(cudaMemcpy(b.data(), ref_out[k], n * 4, cudaMemcpyDeviceToHost));
+      double dmax = 0, rmax = 0;
+      for (size_t j = 0; j < a.size(); ++j) {
+        dmax = std::max(dmax, std::isnan(a[j]) ? INFINITY : std::fabs(double(a[j]) - b[j]));
+        rmax = std::max(rmax, std::fabs(double(b[j])));
+      }
+      std::printf("check %s, kind %d (%lld x %lld): max |persistent - product| / max |product| = %.2e\n", name, k,
+                  (long long)shapes[k][0], (long long)n, dmax / std::max(rmax, 1e-30));
+    }
+  };
+  // The register form: 16 warps a block, per_sm blocks an SM (2 by default for it: 32 warps).
+  auto run_direct = [&](bool wait) {
+    const size_t smem = (act_max + 127) / 128 * 128;
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(direct_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    p.wait = wait;
+    CERA_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, 4, ctx.stream()));
+    void* args[] = {&p};
+    CERA_CUDA_CHECK(cudaEventRecord(e0, ctx.stream()));
+    CERA_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(direct_kernel<16>),
+                                                dim3(unsigned(2 * per_sm * ctx.sm_count())), dim3(16 * 32), args, smem,
+                                                ctx.stream()));
+    CERA_CUDA_CHECK(cudaEventRecord(e1, ctx.stream()));
+    CERA_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CERA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms;
+  };
+  {
+    int n = 0;
+    CERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, reinterpret_cast<const void*>(direct_kernel<16>),
+                                                                  16 * 32, (act_max + 127) / 128 * 128));
+    if (n >= 2 * per_sm) {
+      report("chain (persistent, registers: one warp a row, 16 warps a block, " + std::to_string(2 * per_sm) +
+                 " blocks an SM), barriers", [&] { return run_direct(true); });
+      report("stream (persistent, registers, no barriers)", [&] { return run_direct(false); });
+      if (check) {
+        run_product();
+        run_direct(true);
+        compare("registers");
+      }
+    } else {
+      std::printf("| persistent, registers: %d blocks of 16 warps an SM do not fit | | | | |\n", 2 * per_sm);
+    }
+  }
   for (const Variant& v : variants) {
     if (!fits(v)) {
       std::printf("| persistent, %s: %d block(s) an SM do not fit | | | | |\n", v.name, per_sm);
@@ -448,19 +584,7 @@ int main(int argc, char** argv) {
     if (!check) continue;
     run_product();
     run_chain(v, true);
-    for (int k = 0; k < kKinds; ++k) {
-      const int64_t n = p.shape[k].n_out;
-      std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
-      CERA_CUDA_CHECK(cudaMemcpy(a.data(), p.shape[k].out, n * 4, cudaMemcpyDeviceToHost));
-      CERA_CUDA_CHECK(cudaMemcpy(b.data(), ref_out[k], n * 4, cudaMemcpyDeviceToHost));
-      double dmax = 0, rmax = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        dmax = std::max(dmax, std::isnan(a[size_t(i)]) ? INFINITY : std::fabs(double(a[size_t(i)]) - b[size_t(i)]));
-        rmax = std::max(rmax, std::fabs(double(b[size_t(i)])));
-      }
-      std::printf("check %s, kind %d (%lld x %lld): max |chain - product| / max |product| = %.2e\n", v.name, k,
-                  (long long)shapes[k][0], (long long)n, dmax / std::max(rmax, 1e-30));
-    }
+    compare(v.name);
   }
   return 0;
 }
