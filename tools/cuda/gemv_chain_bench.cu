@@ -468,20 +468,23 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   CERA_CUDA_CHECK(cudaEventCreate(&e0));
   CERA_CUDA_CHECK(cudaEventCreate(&e1));
-  auto run_chain = [&](const Variant& v, bool wait) {
-    const size_t smem = configure(v);
+  // One timed cooperative launch of a persistent kernel (its barrier counter zeroed first).
+  auto launch_timed = [&](const void* kernel, unsigned grid, unsigned threads, size_t smem, bool wait) {
     p.wait = wait;
     CERA_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, 4, ctx.stream()));
     void* args[] = {&p};
     CERA_CUDA_CHECK(cudaEventRecord(e0, ctx.stream()));
-    CERA_CUDA_CHECK(cudaLaunchCooperativeKernel(v.kernel, dim3(unsigned(per_sm * ctx.sm_count())),
-                                                dim3(unsigned((v.groups * kWarpsC + 1) * 32)), args, smem,
-                                                ctx.stream()));
+    CERA_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(threads), args, smem, ctx.stream()));
     CERA_CUDA_CHECK(cudaEventRecord(e1, ctx.stream()));
     CERA_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
     CERA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     return ms;
+  };
+  auto run_chain = [&](const Variant& v, bool wait) {
+    const size_t smem = configure(v);
+    return launch_timed(v.kernel, unsigned(per_sm * ctx.sm_count()), unsigned((v.groups * kWarpsC + 1) * 32), smem,
+                        wait);
   };
   // The product's chain, run once eagerly (its scratch allocated outside the capture), then
   // captured as one graph.
@@ -538,22 +541,12 @@ int main(int argc, char** argv) {
                   (long long)shapes[k][0], (long long)n, dmax / std::max(rmax, 1e-30));
     }
   };
-  // The register form: 16 warps a block, per_sm blocks an SM (2 by default for it: 32 warps).
+  // The register form: blocks of 16 warps, 2 x per_sm blocks an SM (32 warps an SM at 1).
   auto run_direct = [&](bool wait) {
     const size_t smem = (act_max + 127) / 128 * 128;
     CERA_CUDA_CHECK(cudaFuncSetAttribute(direct_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    p.wait = wait;
-    CERA_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, 4, ctx.stream()));
-    void* args[] = {&p};
-    CERA_CUDA_CHECK(cudaEventRecord(e0, ctx.stream()));
-    CERA_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(direct_kernel<16>),
-                                                dim3(unsigned(2 * per_sm * ctx.sm_count())), dim3(16 * 32), args, smem,
-                                                ctx.stream()));
-    CERA_CUDA_CHECK(cudaEventRecord(e1, ctx.stream()));
-    CERA_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CERA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    return ms;
+    return launch_timed(reinterpret_cast<const void*>(direct_kernel<16>), unsigned(2 * per_sm * ctx.sm_count()),
+                        16 * 32, smem, wait);
   };
   {
     int n = 0;
