@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_fill.cuh"
 #include "gemv_v3.cuh"
 #include "gemv_v5.cuh"
 #include "ops/cuda/gemv_stream.cuh"
@@ -21,6 +22,7 @@
 using namespace cera;
 using namespace cera::ops::cuda;
 using namespace cera::ops::cuda::gemv_detail;
+using cera::tools::fill;
 
 #define CK(x)                                                                            \
   do {                                                                                   \
@@ -35,24 +37,6 @@ namespace {
 
 constexpr double kRoofline = 4.3e12;  // bytes/s (PERFORMANCE.md)
 
-struct FillParams {
-  uint8_t* p;
-  int64_t n;  // bytes
-  uint32_t seed;
-  int mode;   // 0: random bytes, 1: random f16 in +-[2^-7, 2^-6) (scales / f16 weights)
-};
-__global__ void fill_kernel(const __grid_constant__ FillParams f) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i * 2 < f.n; i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ f.seed;
-    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
-    uint16_t v = f.mode == 0 ? uint16_t(h) : uint16_t(0x2000u | (h & 0x83FFu));  // exp 8: 2^-7
-    reinterpret_cast<uint16_t*>(f.p)[i] = v;
-  }
-}
-void fill(void* p, int64_t n, uint32_t seed, int mode) {
-  fill_kernel<<<1024, 256>>>({static_cast<uint8_t*>(p), n, seed, mode});
-  CK(cudaGetLastError());
-}
 
 uint64_t align256(uint64_t x) { return (x + 255) & ~uint64_t{255}; }
 

@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_fill.cuh"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/gemv_stream.cuh"
 #include "ops/cuda/weight_layout.h"
@@ -38,6 +39,7 @@
 using namespace cera;
 using namespace cera::ops::cuda;
 namespace gs = cera::ops::cuda::gemv_stream;
+using cera::tools::fill;
 
 namespace {
 
@@ -70,6 +72,31 @@ __device__ __forceinline__ int ld_acquire(const int32_t* p) {
   int v;
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+
+// Before GEMV i (i > 0): thread 0 waits until every block has finished GEMV i - 1; the caller then
+// synchronises its threads.
+__device__ __forceinline__ void wait_for_previous(const ChainParams& p, int i) {
+  if (threadIdx.x == 0) {
+    while (ld_acquire(p.barrier) < i * int(gridDim.x)) __nanosleep(20);
+  }
+}
+// After the block's threads are synchronised at the end of a GEMV: count the block as done.
+__device__ __forceinline__ void gemv_done(const ChainParams& p) {
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(p.barrier, 1);
+  }
+}
+// Shape s's activations into shared memory, as the streaming GEMV lays them out (low and high
+// 16-byte halves of each unit's codes, then the (d, sum) pairs); threads tid of n_threads.
+__device__ __forceinline__ void stage_activations(const ChainShape& s, uint8_t* act, int tid, int n_threads) {
+  for (int u = tid; u < s.units; u += n_threads) {
+    const uint4* x = reinterpret_cast<const uint4*>(s.xq + int64_t(u) * 32);
+    reinterpret_cast<uint4*>(act)[u] = x[0];
+    reinterpret_cast<uint4*>(act)[s.units + u] = x[1];
+    reinterpret_cast<float2*>(act + size_t(s.units) * 32)[u] = s.xds[u];
+  }
 }
 
 // Tile (group g, column c) of GEMV shape s, kRows rows a group: its rows and units.
@@ -141,17 +168,10 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
       const ChainShape& s = p.shape[k];
       const int i = l * kKinds + k;
       if (p.wait && i > 0) {
-        if (threadIdx.x == 0) {
-          while (ld_acquire(p.barrier) < i * int(gridDim.x)) __nanosleep(20);
-        }
+        wait_for_previous(p, i);
         consumers_sync_all<kGroups>();
       }
-      for (int u = threadIdx.x; u < s.units; u += kThreadsC) {
-        const uint4* x = reinterpret_cast<const uint4*>(s.xq + int64_t(u) * 32);
-        reinterpret_cast<uint4*>(act)[u] = x[0];
-        reinterpret_cast<uint4*>(act)[s.units + u] = x[1];
-        reinterpret_cast<float2*>(act + size_t(s.units) * 32)[u] = s.xds[u];
-      }
+      stage_activations(s, act, threadIdx.x, kThreadsC);
       consumers_sync_all<kGroups>();
       const int64_t n_groups = (s.n_out + kRows - 1) / kRows;
       const int64_t mine = n_groups > blockIdx.x ? (n_groups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
@@ -198,10 +218,7 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
       }
       base += mine * s.n_col_tiles;
       consumers_sync_all<kGroups>();  // the activations may be replaced; every output of the block written
-      if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(p.barrier, 1);
-      }
+      gemv_done(p);
     }
   }
 }
@@ -267,17 +284,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2) direct_kernel(const __grid_con
       RawQ4 cur[kChunk];
       load_chunk(s, w, at, cur);
       if (p.wait && i > 0) {
-        if (threadIdx.x == 0) {
-          while (ld_acquire(p.barrier) < i * int(gridDim.x)) __nanosleep(20);
-        }
+        wait_for_previous(p, i);
         __syncthreads();
       }
-      for (int u = threadIdx.x; u < s.units; u += kWarps * 32) {
-        const uint4* x = reinterpret_cast<const uint4*>(s.xq + int64_t(u) * 32);
-        reinterpret_cast<uint4*>(act)[u] = x[0];
-        reinterpret_cast<uint4*>(act)[s.units + u] = x[1];
-        reinterpret_cast<float2*>(act + size_t(s.units) * 32)[u] = s.xds[u];
-      }
+      stage_activations(s, act, threadIdx.x, kWarps * 32);
       __syncthreads();
       float acc = 0.0f;
       while (at.row < s.n_out) {
@@ -305,31 +315,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2) direct_kernel(const __grid_con
         at = next;
       }
       __syncthreads();  // the activations may be replaced; every output of the block written
-      if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(p.barrier, 1);
-      }
+      gemv_done(p);
     }
   }
 }
 
-struct FillParams {
-  uint8_t* p;
-  int64_t n;  // bytes
-  uint32_t seed;
-  int mode;   // 0: random bytes, 1: f16 scales in +-[2^-7, 2^-6)
-};
-__global__ void fill_kernel(const __grid_constant__ FillParams f) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i * 2 < f.n; i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ f.seed;
-    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
-    reinterpret_cast<uint16_t*>(f.p)[i] = f.mode == 0 ? uint16_t(h) : uint16_t(0x2000u | (h & 0x83FFu));
-  }
-}
-void fill(void* p, int64_t n, uint32_t seed, int mode) {
-  fill_kernel<<<1024, 256>>>({static_cast<uint8_t*>(p), n, seed, mode});
-  CERA_CUDA_CHECK(cudaGetLastError());
-}
 
 __global__ void random_floats(float* x, int64_t n, uint32_t seed) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
