@@ -156,7 +156,11 @@ __device__ __forceinline__ void consumers_sync_all() {
 }
 
 // kRpw rows a warp: warp w dots rows w and w + 8 of a 16-row tile with one read of the activations.
-template <int kGroups, int kRpw>
+// kRegAct: where a row is one tile column of at most 32 x kRegUnits units, each lane keeps its
+// units' activations in registers for the whole GEMV (a lane always dots the same units of a row),
+// so a unit costs one shared-memory read of the weight instead of three more of the activations.
+constexpr int kRegUnits = 4;
+template <int kGroups, int kRpw, bool kRegAct = false>
 __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act, uint64_t* full, uint64_t* empty) {
   constexpr int kRows = kWarpsC * kRpw;
   const int warp = (threadIdx.x / 32) % gs::kConsumerWarps, q = threadIdx.x / 32 / gs::kConsumerWarps;
@@ -173,6 +177,18 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
       }
       stage_activations(s, act, threadIdx.x, kThreadsC);
       consumers_sync_all<kGroups>();
+      const bool reg = kRegAct && s.n_col_tiles == 1 && s.ku <= 32 * kRegUnits;
+      XUnit xr[kRegUnits];
+      if (reg) {
+#pragma unroll
+        for (int j = 0; j < kRegUnits; ++j) {
+          const int u = lane + 32 * j;
+          if (u < s.units) {
+            xr[j] = {reinterpret_cast<const uint4*>(act)[u], reinterpret_cast<const uint4*>(act)[s.units + u],
+                     reinterpret_cast<const float2*>(act + size_t(s.units) * 32)[u]};
+          }
+        }
+      }
       const int64_t n_groups = (s.n_out + kRows - 1) / kRows;
       const int64_t mine = n_groups > blockIdx.x ? (n_groups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
       for (int64_t j = q; j < mine; j += kGroups) {
@@ -195,6 +211,18 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
             }
             const bool second = kRpw == 2 && warp + kWarpsC < d.rows;
             const int u0 = c * s.ku;
+            if (kRegAct && reg) {
+#pragma unroll
+              for (int j = 0; j < kRegUnits; ++j) {
+                const int u = lane + 32 * j;
+                if (u < d.ku_this) {
+                  acc[0] += Unit<DType::kQ4_0>::dotx(gs::Stream<DType::kQ4_0>::load(pl[0], u), xr[j]);
+                  if (kRpw == 2 && second) {
+                    acc[kRpw - 1] += Unit<DType::kQ4_0>::dotx(gs::Stream<DType::kQ4_0>::load(pl[kRpw - 1], u), xr[j]);
+                  }
+                }
+              }
+            } else
 #pragma unroll 4
             for (int u = lane; u < d.ku_this; u += 32) {
               const XUnit x{reinterpret_cast<const uint4*>(act)[u0 + u],
@@ -223,8 +251,10 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
   }
 }
 
-template <int kGroups, int kRpw>
-__global__ void __launch_bounds__((kGroups * gs::kConsumerWarps + 1) * 32, 1)
+// kRegCap: at most 96 registers a thread, so that two blocks of 9 warps fit an SM (each of its
+// four schedulers' 16K registers holds up to 5 of the 18 warps: 5 x 32 x 96 <= 16,384).
+template <int kGroups, int kRpw, bool kRegAct = false, bool kRegCap = false>
+__global__ void __launch_bounds__((kGroups * gs::kConsumerWarps + 1) * 32, 1) __maxnreg__(kRegCap ? 96 : 255)
     chain_kernel(const __grid_constant__ ChainParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
   auto* full = reinterpret_cast<uint64_t*>(smem);
@@ -244,7 +274,7 @@ __global__ void __launch_bounds__((kGroups * gs::kConsumerWarps + 1) * 32, 1)
   if (threadIdx.x / 32 == kGroups * gs::kConsumerWarps) {
     produce<kWarpsC * kRpw>(p, ring, full, empty);
   } else {
-    consume<kGroups, kRpw>(p, ring, act, full, empty);
+    consume<kGroups, kRpw, kRegAct>(p, ring, act, full, empty);
   }
 }
 
@@ -435,6 +465,14 @@ int main(int argc, char** argv) {
       {1, 1, reinterpret_cast<const void*>(chain_kernel<1, 1>), "8 consumer warps"},
       {2, 1, reinterpret_cast<const void*>(chain_kernel<2, 1>), "16 consumer warps (two groups of 8)"},
       {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2>), "8 consumer warps, 2 rows a warp"},
+      {1, 1, reinterpret_cast<const void*>(chain_kernel<1, 1, true>), "8 consumer warps, activations in registers"},
+      {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2, true>),
+       "8 consumer warps, 2 rows a warp, activations in registers"},
+      {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2, false, true>), "8 consumer warps, 2 rows a warp, <= 96 registers"},
+      {1, 1, reinterpret_cast<const void*>(chain_kernel<1, 1, true, true>),
+       "8 consumer warps, activations in registers, <= 96 registers"},
+      {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2, true, true>),
+       "8 consumer warps, 2 rows a warp, activations in registers, <= 96 registers"},
   };
   // Ring geometry and shared memory of a variant (tiles of 8 x rpw rows).
   auto configure = [&](const Variant& v) {

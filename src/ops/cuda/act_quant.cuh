@@ -72,9 +72,36 @@ __device__ __forceinline__ void rope_pair(const RopeMath& r, T* x, int i, float2
   a[partner] = from_float<T>(x0 * cs.y + x1 * cs.x);
 }
 
+// A thread's angles of its first kRopeAhead pairs of a head (i = threadIdx.x + k blockDim.x),
+// computed ahead: they depend on the position alone, which the host uploads, so a kernel computes
+// them before its PDL wait. The double-precision pow, cos and sin are the longest part of a decode
+// step's RoPE kernel; computed after the wait they lay on the step's critical path once a layer.
+constexpr int kRopeAhead = 4;
+struct RopeAngles {
+  float2 cs[kRopeAhead];
+};
+__device__ __forceinline__ RopeAngles rope_angles(const RopeMath& r, int32_t pos) {
+  RopeAngles a;
+#pragma unroll
+  for (int k = 0; k < kRopeAhead; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    a.cs[k] = i < r.n_rot / 2 ? rope_angle(r, i, pos) : make_float2(1.0f, 0.0f);
+  }
+  return a;
+}
+
+// Rotates one head: the first kRopeAhead pairs of the thread by the angles computed ahead, any
+// further ones (n_rot > 2 kRopeAhead blockDim.x) by angles computed here.
 template <class T>
-__device__ __forceinline__ void rope_head(const RopeMath& r, T* x, int32_t pos) {
-  for (int i = threadIdx.x; i < r.n_rot / 2; i += blockDim.x) rope_pair(r, x, i, rope_angle(r, i, pos));
+__device__ __forceinline__ void rope_head(const RopeMath& r, T* x, int32_t pos, const RopeAngles& a) {
+#pragma unroll
+  for (int k = 0; k < kRopeAhead; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    if (i < r.n_rot / 2) rope_pair(r, x, i, a.cs[k]);
+  }
+  for (int i = threadIdx.x + kRopeAhead * blockDim.x; i < r.n_rot / 2; i += blockDim.x) {
+    rope_pair(r, x, i, rope_angle(r, i, pos));
+  }
 }
 
 }  // namespace cera::ops::cuda

@@ -61,6 +61,7 @@ struct AttnParams {
   int32_t* arrivals;   // [n_tokens, gridDim.x] live splits done so far; zero between launches
   bool merge_in_block; // the last live split merges (else attention_merge_kernel does)
   int32_t min_split;   // kMinSplitLen (float kernel) or kTcEntries (tensor cores); CERA_CUDA_ATTN_MINSPLIT for A/B runs
+  bool early_rows;     // the first stages' rows of earlier steps are copied before the PDL wait (fresh_row)
 };
 
 // Split `split` of token t: its cache entries lo .. hi (none when lo > hi), from the token's block
@@ -96,6 +97,30 @@ __device__ __forceinline__ BlockWork block_work(const AttnParams& p) {
   const SplitRange r = split_range(p, t, split);
   return {kvh, min(G, p.n_group - g0), kvh * p.n_group + g0, split, r.lo, r.hi, r.n_live, t, r.table};
 }
+
+// Cache rows copied before the PDL wait. The kernel just before attention is the one that stores
+// this step's K/V rows (kv_store, or the fused RoPE + store): it writes the rows of the batch's
+// positions and nothing else. The kernels that may still run when this one is scheduled are that
+// store kernel and, when it lets attention start at its own start (attention_early_mode 2), the
+// Q/K/V GEMV and the norm before it; none of them writes a cache row. The kernels that move cache
+// rows (kv_copy, kv_rerotate) run before a step's embed, and the norm kernels between wait for
+// their predecessor before letting the next one be scheduled. So a token's rows below the first
+// position its sequence has in this batch are final before the wait; copying them first starts
+// the DRAM reads while the kernels before run, instead of after them. Rows from fresh_row on, q
+// and the partial results are touched after the wait. Positions and tables are read before the
+// wait anyway (block_work). Batches of at most kGemvMaxTokens tokens (the host clears early_rows
+// above).
+__device__ __forceinline__ int fresh_row(const AttnParams& p, int64_t t) {
+  const int seq = p.token_seq[t];
+  int fresh = p.positions[t];
+  for (int i = 0; i < int(gridDim.y); ++i) {
+    if (p.token_seq[i] == seq) fresh = min(fresh, p.positions[i]);
+  }
+  return fresh;
+}
+// Rows [from, to) of a stage are copied in one call; the whole stage is [kAllRows, kNoRows).
+constexpr int kAllRows = -1;
+constexpr int kNoRows = 0x7fffffff;
 
 // The weights of n_live splits' partial results (max, sum) at ml: s_f[s] = exp(max_s - max) and
 // the inverse of the merged sum. One warp; the expressions of the merge are those of
@@ -143,12 +168,13 @@ struct Staging {
 __host__ __device__ inline int32_t stage_pitch(int32_t head_dim) { return (head_dim + 7) / 8 * 8; }
 
 // Copies the K and V rows of entries e0 .. e0 + kEntries - 1 (clamped to hi: rows past hi are
-// masked by the readers) of this block's kv head into a stage: [kEntries][pitch] of K, then of V.
+// masked by the readers) of this block's kv head into a stage: [kEntries][pitch] of K, then of V;
+// only the entries in [from, to) (after the clamp) when those are given.
 // Aligned rows (vec_rows) go by cp.async; others element by element through registers (odd
 // head_dim with F16 rows: correct, not fast).
 template <class T, int D>
 __device__ __forceinline__ void stage_rows(const AttnParams& p, T* stage, const int32_t* table, int e0, int hi,
-                                           int64_t koff) {
+                                           int64_t koff, int from = kAllRows, int to = kNoRows) {
   using S = Staging<T, D>;
   const T* cache_k = static_cast<const T*>(p.k) + koff;
   const T* cache_v = static_cast<const T*>(p.v) + koff;
@@ -160,6 +186,7 @@ __device__ __forceinline__ void stage_rows(const AttnParams& p, T* stage, const 
     for (int c = threadIdx.x; c < S::kEntries * cpr; c += blockDim.x) {
       const int r = c / cpr, col = (c - r * cpr) * S::kPer;
       const int e = min(e0 + r, hi);
+      if (e < from || e >= to) continue;
       const int64_t slot = int64_t(table[e / p.block_size]) * p.block_size + e % p.block_size;
       cp_async16(smem_addr(sk + r * pitch + col), cache_k + slot * p.k_stride + col);
       cp_async16(smem_addr(sv + r * pitch + col), cache_v + slot * p.v_stride + col);
@@ -168,6 +195,7 @@ __device__ __forceinline__ void stage_rows(const AttnParams& p, T* stage, const 
     for (int c = threadIdx.x; c < S::kEntries * p.head_dim; c += blockDim.x) {
       const int r = c / p.head_dim, i = c - r * p.head_dim;
       const int e = min(e0 + r, hi);
+      if (e < from || e >= to) continue;
       const int64_t slot = int64_t(table[e / p.block_size]) * p.block_size + e % p.block_size;
       sk[r * pitch + i] = cache_k[slot * p.k_stride + i];
       sv[r * pitch + i] = cache_v[slot * p.v_stride + i];
@@ -326,21 +354,28 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
   T* stages = reinterpret_cast<T*>(smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   // Positions and block tables are copied to the device before the step's first kernel (no
-  // kernel writes them), so they are read before the PDL wait; the cache rows, q and the partial
-  // results are read and written after it.
+  // kernel writes them), so they are read before the PDL wait, and so are the cache rows of earlier
+  // steps (fresh_row); this step's rows, q and the partial results are read and written after it.
   const BlockWork w = block_work<G>(p);
   if (w.idle(p)) return;
-  pdl_entry();
-
   const int64_t koff = int64_t(w.kvh) * p.head_dim;
   const int pitch = stage_pitch(p.head_dim);
   const int stage_elems = 2 * S::kEntries * pitch;
   const int n_tiles = w.hi >= w.lo ? (w.hi - w.lo) / S::kEntries + 1 : 0;
+  // The first stages' rows [from, to), one group per stage, empty or not: the loop's wait for the
+  // (kStages - 1)th newest group then covers both passes' copies of stage j.
+  auto first_stages = [&](int from, int to) {
 #pragma unroll
-  for (int s = 0; s < kStages; ++s) {
-    if (s < n_tiles) stage_rows<T, D>(p, stages + s * stage_elems, w.table, w.lo + s * S::kEntries, w.hi, koff);
-    cp_async_commit();  // one group per stage, empty or not, so wait_group counts stages
-  }
+    for (int s = 0; s < kStages; ++s) {
+      if (s < n_tiles) stage_rows<T, D>(p, stages + s * stage_elems, w.table, w.lo + s * S::kEntries, w.hi, koff, from, to);
+      cp_async_commit();
+    }
+  };
+  // Rows of earlier steps before the PDL wait, this step's after it (fresh_row).
+  const int fresh = p.early_rows ? fresh_row(p, w.t) : kAllRows;
+  first_stages(kAllRows, fresh);
+  pdl_entry();
+  if (fresh <= min(w.hi, w.lo + kStages * S::kEntries - 1)) first_stages(fresh, kNoRows);
 
   float qr[G][D], acc[G][D], m[G], l[G];
 #pragma unroll
@@ -445,10 +480,11 @@ struct TcGeometry {
   static constexpr size_t kSmem = kStageBytes > kMergeBytes ? kStageBytes : kMergeBytes;
 };
 
-// Copies the K and V rows of entries e0 .. e0 + kTcEntries - 1 (clamped to hi) into a stage.
+// Copies the K and V rows of entries e0 .. e0 + kTcEntries - 1 (clamped to hi) into a stage; only
+// the entries in [from, to) (after the clamp) when those are given.
 template <int HD>
 __device__ __forceinline__ void stage_tc(const AttnParams& p, __half* stage, const int32_t* table, int e0, int hi,
-                                         int64_t koff) {
+                                         int64_t koff, int from = kAllRows, int to = kNoRows) {
   using Gm = TcGeometry<HD>;
   constexpr int kCpr = HD / 8;  // 16-byte chunks a row
   const __half* cache_k = static_cast<const __half*>(p.k) + koff;
@@ -459,6 +495,7 @@ __device__ __forceinline__ void stage_tc(const AttnParams& p, __half* stage, con
     const int c = threadIdx.x + i * kAttnWarps * 32;
     const int r = c / kCpr, col = (c % kCpr) * 8;
     const int e = min(e0 + r, hi);
+    if (e < from || e >= to) continue;
     const int64_t slot = int64_t(table[e / p.block_size]) * p.block_size + e % p.block_size;
     cp_async16(sk + 2 * (r * Gm::kPitch + col), cache_k + slot * p.k_stride + col);
     cp_async16(sv + 2 * (r * Gm::kPitch + col), cache_v + slot * p.v_stride + col);
@@ -471,18 +508,22 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   extern __shared__ __align__(16) float smem[];
   __half* stages = reinterpret_cast<__half*>(smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  // As attention_kernel: positions and tables before the PDL wait, everything else after it.
+  // As attention_kernel: positions, tables and earlier steps' cache rows before the PDL wait.
   const BlockWork w = block_work<kTcRows>(p);
   if (w.idle(p)) return;
-  pdl_entry();
-
   const int64_t koff = int64_t(w.kvh) * HD;
   const int n_tiles = w.hi >= w.lo ? (w.hi - w.lo) / kTcEntries + 1 : 0;
+  auto first_stages = [&](int from, int to) {
 #pragma unroll
-  for (int s = 0; s < kTcStages; ++s) {
-    if (s < n_tiles) stage_tc<HD>(p, stages + s * Gm::kStageHalves, w.table, w.lo + s * kTcEntries, w.hi, koff);
-    cp_async_commit();
-  }
+    for (int s = 0; s < kTcStages; ++s) {
+      if (s < n_tiles) stage_tc<HD>(p, stages + s * Gm::kStageHalves, w.table, w.lo + s * kTcEntries, w.hi, koff, from, to);
+      cp_async_commit();
+    }
+  };
+  const int fresh = p.early_rows ? fresh_row(p, w.t) : kAllRows;
+  first_stages(kAllRows, fresh);
+  pdl_entry();
+  if (fresh <= min(w.hi, w.lo + kTcStages * kTcEntries - 1)) first_stages(fresh, kNoRows);
   // Q fragments (rows: heads g0 + g, g = lane / 4 and + 8; scaled, f16), zeros past the group.
   const int rg = lane >> 2, cq = 2 * (lane & 3);
   const float q_scale = p.softcap > 0.0f ? p.scale : p.scale * kLog2e;
@@ -655,6 +696,14 @@ void launch_attention(CudaContext& ctx, dim3 grid, const AttnParams& p, int32_t 
 
 }  // namespace
 
+int attention_early_mode() {
+  static const int mode = [] {
+    const char* e = std::getenv("CERA_CUDA_ATTN_EARLY");
+    return e != nullptr ? std::clamp(std::atoi(e), 0, 2) : 2;
+  }();
+  return mode;
+}
+
 void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, const KvLayer& layer,
                const AttentionBatch& batch, const AttentionParams& a) {
   CERA_CHECK_MSG(layer.k.device == Device::kCuda && layer.v.device == Device::kCuda, "attention: kv layer not on CUDA");
@@ -764,6 +813,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
     return v >= 1 ? v : 0;
   }();
   p.min_split = min_split_env > 0 ? min_split_env : tc ? kTcEntries : kMinSplitLen;
+  p.early_rows = attention_early_mode() >= 1 && n_tokens <= kGemvMaxTokens;
   if (n_split > 1) {
     const int64_t n_part = n_tokens * a.n_head * n_split;
     auto* buf = static_cast<float*>(ctx.scratch(ScratchKind::kAttnPartial, uint64_t(n_part) * (a.head_dim + 2) * 4));

@@ -161,26 +161,35 @@ struct RopeStoreParams {
   const int32_t* slots;
   int32_t n_head, head_dim;
   RopeMath rope;
+  bool trigger_first;  // let the attention launch after it be scheduled now (attention_early_mode 2)
 };
 
 // Block (unit, token): units < n_head rotate a Q head; the others rotate a K head and copy it
 // and the matching V head into the cache row slots[t], converted to the cache type C (float or
 // __half, rounded like kv_store). Saves 2 launches per layer.
+// trigger_first: the attention launch that follows may be scheduled as this kernel starts, before
+// its wait. Its blocks then copy the cache rows of earlier steps (attention.cu, fresh_row) while
+// the Q/K/V GEMV before this kernel still runs; they wait for this kernel before reading q and
+// this step's rows. Only attention follows with it set (fuse_rope_store).
 template <class C>
 __global__ void rope_store_kernel(const __grid_constant__ RopeStoreParams p) {
-  pdl_entry();
+  if (p.trigger_first) asm volatile("griddepcontrol.launch_dependents;" :::);
   const int unit = blockIdx.x;
   const int64_t t = blockIdx.y;
+  // Positions, slots and freq_factors are host data (uploaded before the step), so the angles are
+  // computed before the wait (rope_angles); q, k, v and the cache rows are touched after it.
   const int32_t pos = p.positions[t];
+  const RopeAngles angles = rope_angles(p.rope, pos);
+  const int64_t slot = unit < p.n_head ? 0 : p.slots[t];
+  pdl_entry();
   if (unit < p.n_head) {
-    rope_head(p.rope, p.q + t * p.q_token_stride + int64_t(unit) * p.head_dim, pos);
+    rope_head(p.rope, p.q + t * p.q_token_stride + int64_t(unit) * p.head_dim, pos, angles);
     return;
   }
   const int64_t off = int64_t(unit - p.n_head) * p.head_dim;
   float* k = p.k + t * p.k_token_stride + off;
-  rope_head(p.rope, k, pos);
+  rope_head(p.rope, k, pos, angles);
   __syncthreads();
-  const int64_t slot = p.slots[t];
   const float* v = p.v + t * p.v_token_stride + off;
   C* cache_k = static_cast<C*>(p.cache_k);
   C* cache_v = static_cast<C*>(p.cache_v);
@@ -300,7 +309,7 @@ bool same_rope(const RopeParams& a, const RopeParams& b) {
          a.freq_factors == b.freq_factors;
 }
 
-size_t fuse_rope_store(CudaContext& ctx, const Call& rq, const Call* rk, const Call* st) {
+size_t fuse_rope_store(CudaContext& ctx, const Call& rq, const Call* rk, const Call* st, const Call* next) {
   if (rk == nullptr || st == nullptr || rk->verb != Verb::kRope || st->verb != Verb::kKvStore) return 0;
   const TensorView &q = rq.out, &k = rk->out, &v = st->b;
   const auto n_tokens = static_cast<int64_t>(rq.i[0].size());
@@ -334,6 +343,8 @@ size_t fuse_rope_store(CudaContext& ctx, const Call& rq, const Call* rk, const C
                 : nullptr,
             rq.rope.n_rot, rq.rope.freq_base, rq.rope.freq_scale, rq.rope.kind == RopeKind::kNeox};
   const int64_t n_kv_heads = k.rows() / n_tokens;
+  p.trigger_first = attention_early_mode() >= 2 && n_tokens <= kGemvMaxTokens && next != nullptr &&
+                    next->verb == Verb::kAttention;
   ctx.act_cache() = {};
   const unsigned threads = rq.rope.n_rot / 2 >= 64 ? 64 : 32;  // as launch_rope
   const dim3 grid(unsigned(p.n_head + n_kv_heads), unsigned(n_tokens));
@@ -420,7 +431,7 @@ size_t run_fused(CudaContext& ctx, std::span<const Call> calls, size_t i) {
     }
     case Verb::kRmsNorm: return fuse_add_norm(ctx, c, nullptr, at(1));
     case Verb::kGatedActivation: return fuse_act_quant(ctx, c, at(1));
-    case Verb::kRope: return fuse_rope_store(ctx, c, at(1), at(2));
+    case Verb::kRope: return fuse_rope_store(ctx, c, at(1), at(2), at(3));
     case Verb::kMatmul: {
       static const bool add_env = [] {  // A/B (v5)
         const char* e = std::getenv("CERA_CUDA_GEMV_ADD");

@@ -33,15 +33,24 @@ struct RopeKernelParams {
 // One block per token: each thread computes the angles of its pairs once (double pow, cos, sin)
 // and rotates them in every head of the token. Decision: one block per (token, head) recomputed
 // the angles per head: the 8B prompt's Q rope (512 tokens x 32 heads) took 22.7 us (ncu).
+// Slots, positions and freq_factors are host data, so the first angles are computed before the
+// PDL wait (rope_angles, act_quant.cuh).
 template <class T>  // float or __half
 __global__ void rope_kernel(const __grid_constant__ RopeKernelParams p) {
-  pdl_entry();
   const int64_t t = blockIdx.x;
   const int64_t row = p.slots != nullptr ? p.slots[t] : t;
-  T* x = static_cast<T*>(p.base) + row * p.token_stride;
   const int32_t pos = p.positions != nullptr ? p.positions[t] : p.delta;
   const RopeMath r{p.freq_factors, p.n_rot, p.freq_base, p.freq_scale, p.kind == RopeKind::kNeox};
-  for (int i = threadIdx.x; i < p.n_rot / 2; i += blockDim.x) {
+  const RopeAngles angles = rope_angles(r, pos);
+  pdl_entry();
+  T* x = static_cast<T*>(p.base) + row * p.token_stride;
+#pragma unroll
+  for (int k = 0; k < kRopeAhead; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    if (i >= p.n_rot / 2) break;
+    for (int64_t h = 0; h < p.n_heads; ++h) rope_pair(r, x + h * p.head_stride, i, angles.cs[k]);
+  }
+  for (int i = threadIdx.x + kRopeAhead * blockDim.x; i < p.n_rot / 2; i += blockDim.x) {
     const float2 cs = rope_angle(r, i, pos);
     for (int64_t h = 0; h < p.n_heads; ++h) rope_pair(r, x + h * p.head_stride, i, cs);
   }
