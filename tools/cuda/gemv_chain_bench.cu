@@ -17,8 +17,9 @@
 //            row as the product's v2 GEMV (16 warps a block, 2 x blocks-per-sm blocks an SM).
 // Inputs are fixed random activations per shape (the barrier, not the data, carries the
 // dependency). --check compares each persistent variant's last-layer outputs with the product's.
-// Measured (v8): the ring with 8 and 16 consumer warps at one block an SM; the other variants
-// were added after the session's device time ran out.
+// Measured (docs/benchmarks/cuda.md v8 and v9): every variant, at one and two blocks an SM. Best
+// with barriers: 8 consumer warps, two blocks an SM, 73 % of 4.3 TB/s (the product's graph: 62 %);
+// best without: 2 rows a warp at two blocks an SM, 88 %. Activations in registers gained nothing.
 // Built with -DCERA_CUDA_BENCH=ON (target gemv_chain_bench); run on the GPU machine:
 //   gemv_chain_bench [--layers 32] [--reps 5] [--blocks-per-sm 1] [--check]
 #include <cuda_runtime.h>
