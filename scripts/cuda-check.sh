@@ -161,10 +161,14 @@ for s in $sections; do
     # v8); needs the microbenchmarks (-DCERA_CUDA_BENCH=ON).
     chain_bench=${CERA_BIN:+$CERA_BIN/gemv_chain_bench}
     chain_bench=${chain_bench:-build-cuda/src/ops/cuda/gemv_chain_bench}
-    for per_sm in 1 2; do
-      run "persistent GEMV chain bench (8B Q4_0 shapes, 32 layers, $per_sm block(s) an SM)" chain-$per_sm.log \
-        timeout 120 "$chain_bench" --check --blocks-per-sm $per_sm
-      grep -E "^\||check|device" "$OUT/chain-$per_sm.log" | tee -a "$OUT/bench.md"
+    # Tile columns of ~128 units (one a 4096-wide row), then 64 and 32 (2 and 4): the narrower the
+    # columns, the earlier the readiness flags (the chunks rows, v9) let a block start a GEMV.
+    for cfg in "1 0" "2 0" "2 64" "2 32"; do
+      set -- $cfg
+      log=chain-$1-ku$2.log
+      run "persistent GEMV chain bench (8B Q4_0 shapes, 32 layers, $1 block(s) an SM, ku ${2/#0/default})" $log \
+        timeout 120 "$chain_bench" --check --blocks-per-sm $1 $([ "$2" != 0 ] && echo --ku $2)
+      grep -E "^\||check|device" "$OUT/$log" | tee -a "$OUT/bench.md"
     done
     ;;
   gemv-ab)

@@ -13,6 +13,11 @@
 //            each GEMV, wait at a grid barrier until every block has finished the previous one
 //            (the data dependency of a real step: each GEMV's input is the previous one's output);
 //   stream   the same without the barriers: the ceiling of the persistent streaming itself;
+//   chunks   the same with readiness flags instead of barriers (8 consumer warps): a GEMV's tile
+//            column c waits only for the rows of the previous GEMV's output that feed it (its
+//            chunk c, in proportion), counted as the blocks store their row groups; with tile
+//            columns narrower than a row (--ku), a block starts a GEMV's first columns while the
+//            last rows of the previous one are still being computed elsewhere;
 //   registers the same chain and stream with the weights read straight into registers, one warp a
 //            row as the product's v2 GEMV (16 warps a block, 2 x blocks-per-sm blocks an SM).
 // Inputs are fixed random activations per shape (the barrier, not the data, carries the
@@ -20,8 +25,11 @@
 // Measured (docs/benchmarks/cuda.md v8 and v9): every variant, at one and two blocks an SM. Best
 // with barriers: 8 consumer warps, two blocks an SM, 73 % of 4.3 TB/s (the product's graph: 62 %);
 // best without: 2 rows a warp at two blocks an SM, 88 %. Activations in registers gained nothing.
+// The chunks rows were added after the seventh session's device time ran out: not yet run.
 // Built with -DCERA_CUDA_BENCH=ON (target gemv_chain_bench); run on the GPU machine:
-//   gemv_chain_bench [--layers 32] [--reps 5] [--blocks-per-sm 1] [--check]
+//   gemv_chain_bench [--layers 32] [--reps 5] [--blocks-per-sm 1] [--ku N] [--check]
+// --ku: units (32 weights) of a tile column for every shape (default ~128: one column for the
+// 4096-wide rows, four for the down projection).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,7 +56,15 @@ constexpr double kRoofline = 4.3e12;  // bytes/s (PERFORMANCE.md)
 constexpr int kKinds = 4;             // Q/K/V, O, gate/up, down: one weight each
 constexpr int kUnitBytes = 18;        // Q4_0: 16 code bytes + a 2-byte scale a 32-weight unit
 constexpr int kMaxStages = 16;
+constexpr int kMaxChunks = 64;        // tile columns of a row at most (--ku)
 constexpr int kWarpsC = gs::kConsumerWarps;  // consumer warps a group; a tile has kRpw rows a warp
+
+// What a GEMV's consumers wait for before reading its input (the previous GEMV's output).
+enum class Dependency : int32_t {
+  kNone,     // nothing: the streaming ceiling
+  kBarrier,  // every block done with the previous GEMV (a grid barrier)
+  kChunks,   // the rows of the previous output that feed this tile column (readiness flags)
+};
 
 struct ChainShape {
   int64_t n_in, n_out;
@@ -66,7 +82,8 @@ struct ChainParams {
   int32_t n_stages;
   uint32_t stage_pitch;  // bytes a ring stage
   int32_t* barrier;      // blocks done, summed over the GEMVs; zero at launch
-  bool wait;             // false: no barriers (the stream row of the table)
+  int32_t* ready;        // [n_layers * kKinds][kMaxChunks] row groups stored per chunk; zero at launch
+  Dependency dep;
 };
 
 __device__ __forceinline__ int ld_acquire(const int32_t* p) {
@@ -89,10 +106,42 @@ __device__ __forceinline__ void gemv_done(const ChainParams& p) {
     atomicAdd(p.barrier, 1);
   }
 }
-// Shape s's activations into shared memory, as the streaming GEMV lays them out (low and high
-// 16-byte halves of each unit's codes, then the (d, sum) pairs); threads tid of n_threads.
-__device__ __forceinline__ void stage_activations(const ChainShape& s, uint8_t* act, int tid, int n_threads) {
-  for (int u = tid; u < s.units; u += n_threads) {
+// Chunks: GEMV i's row groups of kRows rows feed the next GEMV's n_cols tile columns in
+// proportion: group g feeds column (g kRows n_cols) / n_out. first_group(c) is the first group of
+// column c's chunk, so chunk c holds first_group(c + 1) - first_group(c) groups.
+template <int kRows>
+__device__ __forceinline__ int64_t first_group(int64_t n_out, int n_cols, int c) {
+  const int64_t den = int64_t(kRows) * n_cols;
+  return (int64_t(c) * n_out + den - 1) / den;
+}
+template <int kRows>
+__device__ __forceinline__ int chunk_of(int64_t n_out, int n_cols, int64_t g) {
+  return int(g * kRows * n_cols / n_out);
+}
+// After the block's consumers have stored row group g of GEMV i (and synchronised): count it.
+template <int kRows>
+__device__ __forceinline__ void group_stored(const ChainParams& p, int i, int64_t g) {
+  if (threadIdx.x != 0) return;
+  const ChainShape& next = p.shape[(i + 1) % kKinds];
+  __threadfence();
+  atomicAdd(&p.ready[i * kMaxChunks + chunk_of<kRows>(p.shape[i % kKinds].n_out, next.n_col_tiles, g)], 1);
+}
+// Before tile column c of GEMV i (i > 0): thread 0 waits until chunk c of GEMV i - 1 is stored.
+template <int kRows>
+__device__ __forceinline__ void wait_for_chunk(const ChainParams& p, int i, int c) {
+  if (threadIdx.x != 0) return;
+  const int64_t n_out = p.shape[(i - 1) % kKinds].n_out;
+  const int n_cols = p.shape[i % kKinds].n_col_tiles;
+  const int target = int(first_group<kRows>(n_out, n_cols, c + 1) - first_group<kRows>(n_out, n_cols, c));
+  while (ld_acquire(&p.ready[(i - 1) * kMaxChunks + c]) < target) __nanosleep(20);
+}
+
+// Shape s's activations (units u_lo .. u_hi - 1; all by default) into shared memory, as the
+// streaming GEMV lays them out (low and high 16-byte halves of each unit's codes, then the
+// (d, sum) pairs); threads tid of n_threads.
+__device__ __forceinline__ void stage_activations(const ChainShape& s, uint8_t* act, int tid, int n_threads,
+                                                  int u_lo = 0, int u_hi = -1) {
+  for (int u = u_lo + tid; u < (u_hi < 0 ? s.units : u_hi); u += n_threads) {
     const uint4* x = reinterpret_cast<const uint4*>(s.xq + int64_t(u) * 32);
     reinterpret_cast<uint4*>(act)[u] = x[0];
     reinterpret_cast<uint4*>(act)[s.units + u] = x[1];
@@ -157,11 +206,10 @@ __device__ __forceinline__ void consumers_sync_all() {
 }
 
 // kRpw rows a warp: warp w dots rows w and w + 8 of a 16-row tile with one read of the activations.
-// kRegAct: where a row is one tile column of at most 32 x kRegUnits units, each lane keeps its
-// units' activations in registers for the whole GEMV (a lane always dots the same units of a row),
-// so a unit costs one shared-memory read of the weight instead of three more of the activations.
-constexpr int kRegUnits = 4;
-template <int kGroups, int kRpw, bool kRegAct = false>
+// (v9 also measured each lane keeping its activation units in registers: no gain; commit f85b96b.)
+// Dependency::kChunks (one consumer group): the block stages the activations of tile column c
+// when its first row group reaches that column, after the column's chunk is ready.
+template <int kGroups, int kRpw>
 __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act, uint64_t* full, uint64_t* empty) {
   constexpr int kRows = kWarpsC * kRpw;
   const int warp = (threadIdx.x / 32) % gs::kConsumerWarps, q = threadIdx.x / 32 / gs::kConsumerWarps;
@@ -172,23 +220,14 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
     for (int k = 0; k < kKinds; ++k) {
       const ChainShape& s = p.shape[k];
       const int i = l * kKinds + k;
-      if (p.wait && i > 0) {
+      const bool chunked = kGroups == 1 && p.dep == Dependency::kChunks && i > 0;
+      if (p.dep == Dependency::kBarrier && i > 0) {
         wait_for_previous(p, i);
         consumers_sync_all<kGroups>();
       }
-      stage_activations(s, act, threadIdx.x, kThreadsC);
-      consumers_sync_all<kGroups>();
-      const bool reg = kRegAct && s.n_col_tiles == 1 && s.ku <= 32 * kRegUnits;
-      XUnit xr[kRegUnits];
-      if (reg) {
-#pragma unroll
-        for (int j = 0; j < kRegUnits; ++j) {
-          const int u = lane + 32 * j;
-          if (u < s.units) {
-            xr[j] = {reinterpret_cast<const uint4*>(act)[u], reinterpret_cast<const uint4*>(act)[s.units + u],
-                     reinterpret_cast<const float2*>(act + size_t(s.units) * 32)[u]};
-          }
-        }
+      if (!chunked) {
+        stage_activations(s, act, threadIdx.x, kThreadsC);
+        consumers_sync_all<kGroups>();
       }
       const int64_t n_groups = (s.n_out + kRows - 1) / kRows;
       const int64_t mine = n_groups > blockIdx.x ? (n_groups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
@@ -196,6 +235,12 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
         const int64_t g = blockIdx.x + j * gridDim.x;
         float acc[kRpw] = {};
         for (int c = 0; c < s.n_col_tiles; ++c) {
+          if (chunked && j == 0) {  // the block's first row group: column c's input not staged yet
+            wait_for_chunk<kRows>(p, i, c);
+            consumers_sync_all<kGroups>();
+            stage_activations(s, act, threadIdx.x, kThreadsC, c * s.ku, min(s.units, (c + 1) * s.ku));
+            consumers_sync_all<kGroups>();
+          }
           const int64_t it = base + j * s.n_col_tiles + c;
           const int st = int(it % p.n_stages);
           gs::mbar_wait(&full[st], uint32_t((it / p.n_stages) & 1));
@@ -212,18 +257,6 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
             }
             const bool second = kRpw == 2 && warp + kWarpsC < d.rows;
             const int u0 = c * s.ku;
-            if (kRegAct && reg) {
-#pragma unroll
-              for (int j = 0; j < kRegUnits; ++j) {
-                const int u = lane + 32 * j;
-                if (u < d.ku_this) {
-                  acc[0] += Unit<DType::kQ4_0>::dotx(gs::Stream<DType::kQ4_0>::load(pl[0], u), xr[j]);
-                  if (kRpw == 2 && second) {
-                    acc[kRpw - 1] += Unit<DType::kQ4_0>::dotx(gs::Stream<DType::kQ4_0>::load(pl[kRpw - 1], u), xr[j]);
-                  }
-                }
-              }
-            } else
 #pragma unroll 4
             for (int u = lane; u < d.ku_this; u += 32) {
               const XUnit x{reinterpret_cast<const uint4*>(act)[u0 + u],
@@ -244,6 +277,10 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
             if (lane == 0) s.out[row] = v;
           }
         }
+        if (kGroups == 1 && p.dep == Dependency::kChunks) {
+          consumers_sync_all<kGroups>();  // every row of the group stored
+          group_stored<kRows>(p, i, g);
+        }
       }
       base += mine * s.n_col_tiles;
       consumers_sync_all<kGroups>();  // the activations may be replaced; every output of the block written
@@ -254,7 +291,7 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
 
 // kRegCap: at most 96 registers a thread, so that two blocks of 9 warps fit an SM (each of its
 // four schedulers' 16K registers holds up to 5 of the 18 warps: 5 x 32 x 96 <= 16,384).
-template <int kGroups, int kRpw, bool kRegAct = false, bool kRegCap = false>
+template <int kGroups, int kRpw, bool kRegCap = false>
 __global__ void __launch_bounds__((kGroups * gs::kConsumerWarps + 1) * 32, 1) __maxnreg__(kRegCap ? 96 : 255)
     chain_kernel(const __grid_constant__ ChainParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
@@ -275,7 +312,7 @@ __global__ void __launch_bounds__((kGroups * gs::kConsumerWarps + 1) * 32, 1) __
   if (threadIdx.x / 32 == kGroups * gs::kConsumerWarps) {
     produce<kWarpsC * kRpw>(p, ring, full, empty);
   } else {
-    consume<kGroups, kRpw, kRegAct>(p, ring, act, full, empty);
+    consume<kGroups, kRpw>(p, ring, act, full, empty);
   }
 }
 
@@ -314,7 +351,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) direct_kernel(const __grid_con
       DirectRow at{gw, 0};
       RawQ4 cur[kChunk];
       load_chunk(s, w, at, cur);
-      if (p.wait && i > 0) {
+      if (p.dep == Dependency::kBarrier && i > 0) {
         wait_for_previous(p, i);
         __syncthreads();
       }
@@ -374,16 +411,17 @@ float median(std::vector<float> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int layers = 32, reps = 5, per_sm = 1;
+  int layers = 32, reps = 5, per_sm = 1, ku_arg = 0;
   bool check = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--layers" && i + 1 < argc) layers = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--blocks-per-sm" && i + 1 < argc) per_sm = std::clamp(std::atoi(argv[++i]), 1, 3);
+    else if (a == "--ku" && i + 1 < argc) ku_arg = std::atoi(argv[++i]);
     else if (a == "--check") check = true;
     else {
-      std::fprintf(stderr, "usage: gemv_chain_bench [--layers N] [--reps N] [--blocks-per-sm 1-3] [--check]\n");
+      std::fprintf(stderr, "usage: gemv_chain_bench [--layers N] [--reps N] [--blocks-per-sm 1-3] [--ku N] [--check]\n");
       return 2;
     }
   }
@@ -398,10 +436,17 @@ int main(int argc, char** argv) {
     s.n_in = shapes[k][0];
     s.n_out = shapes[k][1];
     s.units = int32_t(s.n_in / 32);
-    s.n_col_tiles = std::max(1, (s.units + 64) / 128);  // ~128 units (2 KB of codes) a row segment
+    // ~128 units (2 KB of codes) a row segment, or --ku (a multiple of 8 units).
+    const int target = ku_arg > 0 ? std::max(8, ku_arg / 8 * 8) : 128;
+    s.n_col_tiles = ku_arg > 0 ? (s.units + target - 1) / target : std::max(1, (s.units + 64) / 128);
     s.ku = (s.units + s.n_col_tiles - 1) / s.n_col_tiles;
     s.ku = (s.ku + 7) / 8 * 8;
     s.n_col_tiles = (s.units + s.ku - 1) / s.ku;
+    if (s.n_col_tiles > kMaxChunks) {
+      std::fprintf(stderr, "--ku %d: %d tile columns for %lld-wide rows, at most %d\n", ku_arg, s.n_col_tiles,
+                   (long long)s.n_in, kMaxChunks);
+      return 2;
+    }
     s.act_bytes = uint32_t(s.units) * 40;
     CERA_CUDA_CHECK(cudaMalloc(&xs[k], s.n_in * 4));
     random_floats<<<unsigned((s.n_in + 255) / 256), 256>>>(xs[k], s.n_in, 7u + k);
@@ -442,6 +487,8 @@ int main(int argc, char** argv) {
   p.w = w_dev;
   p.n_layers = layers;
   CERA_CUDA_CHECK(cudaMalloc(&p.barrier, 4));
+  const size_t ready_bytes = size_t(layers) * kKinds * kMaxChunks * 4;
+  CERA_CUDA_CHECK(cudaMalloc(&p.ready, ready_bytes));
 
   uint32_t act_max = 0, max_ku = 0;
   int max_cols = 1;
@@ -466,14 +513,7 @@ int main(int argc, char** argv) {
       {1, 1, reinterpret_cast<const void*>(chain_kernel<1, 1>), "8 consumer warps"},
       {2, 1, reinterpret_cast<const void*>(chain_kernel<2, 1>), "16 consumer warps (two groups of 8)"},
       {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2>), "8 consumer warps, 2 rows a warp"},
-      {1, 1, reinterpret_cast<const void*>(chain_kernel<1, 1, true>), "8 consumer warps, activations in registers"},
-      {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2, true>),
-       "8 consumer warps, 2 rows a warp, activations in registers"},
-      {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2, false, true>), "8 consumer warps, 2 rows a warp, <= 96 registers"},
-      {1, 1, reinterpret_cast<const void*>(chain_kernel<1, 1, true, true>),
-       "8 consumer warps, activations in registers, <= 96 registers"},
-      {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2, true, true>),
-       "8 consumer warps, 2 rows a warp, activations in registers, <= 96 registers"},
+      {1, 2, reinterpret_cast<const void*>(chain_kernel<1, 2, true>), "8 consumer warps, 2 rows a warp, <= 96 registers"},
   };
   // Ring geometry and shared memory of a variant (tiles of 8 x rpw rows).
   auto configure = [&](const Variant& v) {
@@ -498,9 +538,10 @@ int main(int argc, char** argv) {
   CERA_CUDA_CHECK(cudaEventCreate(&e0));
   CERA_CUDA_CHECK(cudaEventCreate(&e1));
   // One timed cooperative launch of a persistent kernel (its barrier counter zeroed first).
-  auto launch_timed = [&](const void* kernel, unsigned grid, unsigned threads, size_t smem, bool wait) {
-    p.wait = wait;
+  auto launch_timed = [&](const void* kernel, unsigned grid, unsigned threads, size_t smem, Dependency dep) {
+    p.dep = dep;
     CERA_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, 4, ctx.stream()));
+    CERA_CUDA_CHECK(cudaMemsetAsync(p.ready, 0, ready_bytes, ctx.stream()));
     void* args[] = {&p};
     CERA_CUDA_CHECK(cudaEventRecord(e0, ctx.stream()));
     CERA_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(threads), args, smem, ctx.stream()));
@@ -510,10 +551,10 @@ int main(int argc, char** argv) {
     CERA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     return ms;
   };
-  auto run_chain = [&](const Variant& v, bool wait) {
+  auto run_chain = [&](const Variant& v, Dependency dep) {
     const size_t smem = configure(v);
     return launch_timed(v.kernel, unsigned(per_sm * ctx.sm_count()), unsigned((v.groups * kWarpsC + 1) * 32), smem,
-                        wait);
+                        dep);
   };
   // The product's chain, run once eagerly (its scratch allocated outside the capture), then
   // captured as one graph.
@@ -571,11 +612,11 @@ int main(int argc, char** argv) {
     }
   };
   // The register form: blocks of 16 warps, 2 x per_sm blocks an SM (32 warps an SM at 1).
-  auto run_direct = [&](bool wait) {
+  auto run_direct = [&](Dependency dep) {
     const size_t smem = (act_max + 127) / 128 * 128;
     CERA_CUDA_CHECK(cudaFuncSetAttribute(direct_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     return launch_timed(reinterpret_cast<const void*>(direct_kernel<16>), unsigned(2 * per_sm * ctx.sm_count()),
-                        16 * 32, smem, wait);
+                        16 * 32, smem, dep);
   };
   {
     int n = 0;
@@ -583,11 +624,11 @@ int main(int argc, char** argv) {
                                                                   16 * 32, (act_max + 127) / 128 * 128));
     if (n >= 2 * per_sm) {
       report("chain (persistent, registers: one warp a row, 16 warps a block, " + std::to_string(2 * per_sm) +
-                 " blocks an SM), barriers", [&] { return run_direct(true); });
-      report("stream (persistent, registers, no barriers)", [&] { return run_direct(false); });
+                 " blocks an SM), barriers", [&] { return run_direct(Dependency::kBarrier); });
+      report("stream (persistent, registers, no barriers)", [&] { return run_direct(Dependency::kNone); });
       if (check) {
         run_product();
-        run_direct(true);
+        run_direct(Dependency::kBarrier);
         compare("registers");
       }
     } else {
@@ -601,12 +642,22 @@ int main(int argc, char** argv) {
     }
     const std::string ring = ", ring " + std::to_string(p.n_stages) + " x " + std::to_string(p.stage_pitch) + " B";
     report(std::string("chain (persistent, grid barrier between GEMVs), ") + v.name + ring,
-           [&] { return run_chain(v, true); });
-    report(std::string("stream (persistent, no barriers), ") + v.name + ring, [&] { return run_chain(v, false); });
+           [&] { return run_chain(v, Dependency::kBarrier); });
+    if (v.groups == 1) {
+      report(std::string("chunks (persistent, readiness flags per tile column), ") + v.name + ring,
+             [&] { return run_chain(v, Dependency::kChunks); });
+    }
+    report(std::string("stream (persistent, no barriers), ") + v.name + ring,
+           [&] { return run_chain(v, Dependency::kNone); });
     if (!check) continue;
     run_product();
-    run_chain(v, true);
+    run_chain(v, Dependency::kBarrier);
     compare(v.name);
+    if (v.groups == 1) {
+      run_product();
+      run_chain(v, Dependency::kChunks);
+      compare((std::string(v.name) + ", chunks").c_str());
+    }
   }
   return 0;
 }
