@@ -1,7 +1,8 @@
 // The paged-KV verbs of the CUDA backend against the CPU backend: attention for decode (one
 // token per sequence, long contexts that take the split-context path) and prefill (many tokens
 // of a sequence), GQA groups of 1, 4 and 9 (more than one group chunk), head_dim 8..256, block
-// sizes 16 and 7, softcap and sliding window; kv_store / kv_copy (exact) and kv_rerotate (1e-5).
+// sizes 16 and 7, softcap and sliding window, decode batches of several tokens a sequence whose
+// rows kv_store writes just before; kv_store / kv_copy (exact) and kv_rerotate (1e-5).
 // Attention tolerance 1e-4 on ‖gpu − cpu‖₂ / ‖cpu‖₂: float32 on both sides, with __expf and a
 // different merge order on the GPU. Prompt batches (> 16 tokens) at head_dim 64/128/256 take the
 // tensor-core kernel (attention_prefill.cu), which rounds Q·scale, K, V and the softmax weights P
@@ -12,6 +13,7 @@
 // backends read the same fp16 bits (kv_store's rounding is compared bit for bit), so the F16
 // tolerance is the F32 one.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/half.h"
@@ -66,6 +68,10 @@ struct Case {
   int32_t queries_per_seq;       // the last queries_per_seq positions of each sequence are queried
   float softcap = 0.0f;
   int32_t window = 0;
+  // CUDA: the batch's own cache rows start as NaN and kv_store writes them just before attention,
+  // as in a decode step. Attention copies the rows of earlier steps before its PDL wait and the
+  // batch's after it (attention.cu, fresh_row); a batch row read too early would read NaN.
+  bool store_batch_rows = false;
 };
 
 void check_attention(const Case& c, std::mt19937& rng, DType kv_type) {
@@ -97,13 +103,33 @@ void check_attention(const Case& c, std::mt19937& rng, DType kv_type) {
   const AttentionParams p{.n_head = n_head, .n_head_kv = c.n_head_kv, .head_dim = c.head_dim,
                           .scale = 1.0f / std::sqrt(float(c.head_dim)), .softcap = c.softcap,
                           .sliding_window = c.window};
+  // The batch's cache slots and their rows of k and v (store_batch_rows).
+  std::vector<int32_t> slots;
+  std::vector<float> k_rows, v_rows, k_first = k, v_first = v;
+  if (c.store_batch_rows) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const int32_t pos = positions[size_t(t)], seq = token_seq[size_t(t)];
+      const int32_t slot = tables[size_t(offsets[size_t(seq)] + pos / c.block_size)] * c.block_size + pos % c.block_size;
+      slots.push_back(slot);
+      for (int32_t e = 0; e < width; ++e) {
+        k_rows.push_back(k[size_t(int64_t(slot) * width + e)]);
+        v_rows.push_back(v[size_t(int64_t(slot) * width + e)]);
+        k_first[size_t(int64_t(slot) * width + e)] = v_first[size_t(int64_t(slot) * width + e)] = NAN;
+      }
+    }
+  }
   std::vector<float> got[2];
   Backend* list[2] = {be.cuda.get(), be.cpu.get()};
   for (int i = 0; i < 2; ++i) {
-    Cache cache = make_cache(*list[i], width, n_slots, c.block_size, k, v, kv_type);
+    const bool store = c.store_batch_rows && i == 0;
+    Cache cache = make_cache(*list[i], width, n_slots, c.block_size, store ? k_first : k, store ? v_first : v, kv_type);
     Tensor qt = make_tensor(*list[i], {c.head_dim, n_head, n_tokens, 1}, q);
     Tensor out = make_tensor(*list[i], {int64_t(n_head) * c.head_dim, n_tokens, 1, 1}, std::vector<float>(q.size()));
     poison(*list[i], out.view);
+    if (store) {
+      Tensor kt = make_tensor(*list[i], {width, n_tokens, 1, 1}, k_rows), vt = make_tensor(*list[i], {width, n_tokens, 1, 1}, v_rows);
+      list[i]->kv_store(cache.layer, kt.view, vt.view, slots);
+    }
     list[i]->attention(out.view, qt.view, cache.layer, batch, p);
     got[i] = read_tensor(*list[i], out.view);
   }
@@ -113,7 +139,8 @@ void check_attention(const Case& c, std::mt19937& rng, DType kv_type) {
                     std::string("attention ") + dtype_label(kv_type) + " kv_heads=" + std::to_string(c.n_head_kv) + " group=" + std::to_string(c.n_group) +
                         " head_dim=" + std::to_string(c.head_dim) + " tokens=" + std::to_string(n_tokens) +
                         " len0=" + std::to_string(c.seq_len[0]) + " softcap=" + std::to_string(c.softcap) +
-                        " window=" + std::to_string(c.window) + " block=" + std::to_string(c.block_size));
+                        " window=" + std::to_string(c.window) + " block=" + std::to_string(c.block_size) +
+                        (c.store_batch_rows ? " rows stored first" : ""));
 }
 
 TEST(CudaAttention, DecodeAndPrefillSweep) {
@@ -128,6 +155,9 @@ TEST(CudaAttention, DecodeAndPrefillSweep) {
           check_attention({2, group, head_dim, block_size, {300, 33, 2049}, 1}, rng, t);  // decode, split
           check_attention({2, group, head_dim, block_size, {45}, 45}, rng, t);            // whole prompt
           check_attention({1, group, head_dim, block_size, {130, 70}, 19}, rng, t);       // chunked prefill
+          // Several tokens a sequence through the decode kernels (speculative verification), the
+          // batch's rows stored just before: 300 entries split, 90 not.
+          check_attention({2, group, head_dim, block_size, {300, 90}, 5, 0.0f, 0, true}, rng, t);
         }
       }
     }
