@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and benchmarks on the GPU machine in one call and writes a results table.
-#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity] [gemv-ab] [chain]
+#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity] [gemv-ab] [attn-ab] [chain]
 #   (default: tests sanitize models bench; eager = 1B Q4_0 decode with CUDA graphs off; profile =
 #   per-verb device time of 8B and 1B Q4_0 prefill and decode; moe = synthetic lfm2-1.2b and
 #   qwen3-30b-a3b Q4_0 (~0.7 and ~17 GB) benchmarked against the 4.3 TB/s roofline; parity = the
 #   whole-model parity tests of every fixture on CUDA, CERA_TEST_DEVICE=cuda; gemv-ab = decode of the
 #   four benchmark shapes with the streaming GEMV never / where it pays / everywhere; chain = the
-#   8B Q4_0 layer GEMVs as one persistent launch against the product's chain, tools/cuda/gemv_chain_bench)
+#   8B Q4_0 layer GEMVs as one persistent launch against the product's chain, tools/cuda/gemv_chain_bench;
+#   attn-ab = 1B and 8B Q4_0 decode at depth 0 and 4096 with the 2- and 4-stage tensor-core attention)
 # Environment:
 #   CERA_BIN     folder with the `cera`, `test_ops_cuda` and `test_model` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
@@ -62,6 +63,10 @@ for s in $sections; do
       run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere" \
       tests-stream.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
     tail -3 "$OUT/tests-stream.log"
+    # The 4-stage tensor-core decode attention (an A/B variant, attention.cu) with half the splits.
+    CERA_CUDA_ATTN_STAGES=4 CERA_CUDA_ATTN_FILL=1 run "attention tests with the 4-stage tensor-core kernel, fill 1" \
+      tests-attn4.log "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1
+    tail -3 "$OUT/tests-attn4.log"
     ;;
   sanitize)
     CERA_CUDA_TEST_QUICK=1 run "compute-sanitizer memcheck (quick sweep)" memcheck.log \
@@ -169,6 +174,22 @@ for s in $sections; do
       run "persistent GEMV chain bench (8B Q4_0 shapes, 32 layers, $1 block(s) an SM, ku ${2/#0/default})" $log \
         timeout 120 "$chain_bench" --check --blocks-per-sm $1 $([ "$2" != 0 ] && echo --ku $2)
       grep -E "^\||check|device" "$OUT/$log" | tee -a "$OUT/bench.md"
+    done
+    ;;
+  attn-ab)
+    # Decode attention at depth 0 and 4096: 2 stages at fill 2 (default), 4 stages at fill 1 and 2.
+    for spec in llama-1b:q4_0 llama-8b:q4_0; do
+      shape=${spec%%:*} type=${spec##*:} f=$SYNTH_DIR/$shape-$type.gguf
+      [ -f "$f" ] || run "synth $shape $type" "synth-$shape-$type.log" "$CERA" synth --shape $shape --type $type -o "$f"
+      for cfg in "2 2" "4 1" "4 2"; do
+        set -- $cfg
+        for d in 0 4096; do
+          log=attn-ab-$shape-$type-s$1-f$2-d$d.log
+          CERA_CUDA_ATTN_STAGES=$1 CERA_CUDA_ATTN_FILL=$2 run "decode $shape $type depth $d, $1 stages, fill $2" $log \
+            "$CERA" bench -m "$f" --device cuda -p 0 -n 128 -r 3 -d $d --no-membw
+          grep -E "^\| tg" "$OUT/$log" | sed "s/^/$shape $type stages=$1 fill=$2 /" | tee -a "$OUT/bench.md"
+        done
+      done
     done
     ;;
   gemv-ab)

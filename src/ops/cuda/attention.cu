@@ -466,16 +466,20 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const __grid
 // ncu), issue-bound on its shuffles with 4 warps a scheduler.
 constexpr int kTcRows = 16;     // query heads a block (one m16 tile; rows past the group are zeros)
 constexpr int kTcEntries = 64;  // cache entries a stage: 16 a warp
-constexpr int kTcStages = 2;   // stages in flight (one: 8B at depth 4096 386 vs 389 t/s, 1B 1,433 vs 1,451)
+// Stages in flight (one: 8B at depth 4096 386 vs 389 t/s, 1B 1,433 vs 1,451). A kernel with 4
+// (CERA_CUDA_ATTN_STAGES=4, with CERA_CUDA_ATTN_FILL=1: half the splits, each a block's 4 tiles all
+// in flight, half the partials to merge) is built for A/B runs; written after v9's device time
+// ran out, not yet measured.
+constexpr int kTcStages = 2;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HD>
+template <int HD, int kStages = kTcStages>
 struct TcGeometry {
   // Halves a staged row: 16 bytes of padding put the 8 rows an ldmatrix phase reads on distinct banks.
   static constexpr int kPitch = HD + 8;
   static constexpr int kStageHalves = 2 * kTcEntries * kPitch;  // K rows, then V rows
-  static constexpr size_t kStageBytes = size_t(kTcStages) * kStageHalves * 2;
+  static constexpr size_t kStageBytes = size_t(kStages) * kStageHalves * 2;
   static constexpr size_t kMergeBytes = size_t(kAttnWarps) * kTcRows * (HD * 4 + 8);
   static constexpr size_t kSmem = kStageBytes > kMergeBytes ? kStageBytes : kMergeBytes;
 };
@@ -502,9 +506,9 @@ __device__ __forceinline__ void stage_tc(const AttnParams& p, __half* stage, con
   }
 }
 
-template <int HD>
+template <int HD, int kStages>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __grid_constant__ AttnParams p) {
-  using Gm = TcGeometry<HD>;
+  using Gm = TcGeometry<HD, kStages>;
   extern __shared__ __align__(16) float smem[];
   __half* stages = reinterpret_cast<__half*>(smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
@@ -515,7 +519,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   const int n_tiles = w.hi >= w.lo ? (w.hi - w.lo) / kTcEntries + 1 : 0;
   auto first_stages = [&](int from, int to) {
 #pragma unroll
-    for (int s = 0; s < kTcStages; ++s) {
+    for (int s = 0; s < kStages; ++s) {
       if (s < n_tiles) stage_tc<HD>(p, stages + s * Gm::kStageHalves, w.table, w.lo + s * kTcEntries, w.hi, koff, from, to);
       cp_async_commit();
     }
@@ -523,7 +527,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   const int fresh = p.early_rows ? fresh_row(p, w.t) : kAllRows;
   first_stages(kAllRows, fresh);
   pdl_entry();
-  if (fresh <= min(w.hi, w.lo + kTcStages * kTcEntries - 1)) first_stages(fresh, kNoRows);
+  if (fresh <= min(w.hi, w.lo + kStages * kTcEntries - 1)) first_stages(fresh, kNoRows);
   // Q fragments (rows: heads g0 + g, g = lane / 4 and + 8; scaled, f16), zeros past the group.
   const int rg = lane >> 2, cq = 2 * (lane & 3);
   const float q_scale = p.softcap > 0.0f ? p.scale : p.scale * kLog2e;
@@ -547,11 +551,11 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
   for (int n = 0; n < HD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   const int rw = 16 * warp;  // this warp's first row of a stage
   for (int j = 0; j < n_tiles; ++j) {
-    cp_async_wait<kTcStages - 1>();
+    cp_async_wait<kStages - 1>();
     __syncthreads();
     const int count = min(kTcEntries, w.hi - (w.lo + j * kTcEntries) + 1);
     if (rw < count) {
-      const uint32_t kb = smem_addr(stages + (j % kTcStages) * Gm::kStageHalves);
+      const uint32_t kb = smem_addr(stages + (j % kStages) * Gm::kStageHalves);
       const uint32_t vb = kb + 2 * kTcEntries * Gm::kPitch;
       float s[2][4] = {};
 #pragma unroll
@@ -585,8 +589,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
       }
     }
     __syncthreads();
-    if (j + kTcStages < n_tiles) {
-      stage_tc<HD>(p, stages + (j % kTcStages) * Gm::kStageHalves, w.table, w.lo + (j + kTcStages) * kTcEntries, w.hi, koff);
+    if (j + kStages < n_tiles) {
+      stage_tc<HD>(p, stages + (j % kStages) * Gm::kStageHalves, w.table, w.lo + (j + kStages) * kTcEntries, w.hi, koff);
     }
     cp_async_commit();
   }
@@ -664,19 +668,28 @@ void launch_attention(CudaContext& ctx, dim3 grid, const AttnParams& p) {
   launch(ctx.stream(), attention_kernel<T, D, G>, grid, kAttnWarps * 32, attention_smem<T, D, G>(p.head_dim), p);
 }
 
-template <int HD>
+template <int HD, int kStages>
 void launch_attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p) {
-  using Gm = TcGeometry<HD>;
+  using Gm = TcGeometry<HD, kStages>;
   static const bool raised = [] {  // over 48 KB of dynamic shared memory, three blocks an SM
-    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD>,
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kStages>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(Gm::kSmem)));
-    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD>,
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kStages>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          int(cudaSharedmemCarveoutMaxShared)));
     return true;
   }();
   (void)raised;
-  launch(ctx.stream(), attention_tc_kernel<HD>, grid, kAttnWarps * 32, Gm::kSmem, p);
+  launch(ctx.stream(), attention_tc_kernel<HD, kStages>, grid, kAttnWarps * 32, Gm::kSmem, p);
+}
+// CERA_CUDA_ATTN_STAGES=4: the 4-stage tensor-core kernel (an A/B switch; default 2).
+template <int HD>
+void launch_attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p) {
+  static const bool four = [] {
+    const char* e = std::getenv("CERA_CUDA_ATTN_STAGES");
+    return e != nullptr && std::atoi(e) == 4;
+  }();
+  four ? launch_attention_tc<HD, 4>(ctx, grid, p) : launch_attention_tc<HD, kTcStages>(ctx, grid, p);
 }
 
 // Instantiated: T in {float, __half} x D in {1, 2, 4, 8} (head_dim <= 32, 64, 128, 256) x G in
