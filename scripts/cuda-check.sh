@@ -7,7 +7,8 @@
 #   whole-model parity tests of every fixture on CUDA, CERA_TEST_DEVICE=cuda; gemv-ab = decode of the
 #   four benchmark shapes with the streaming GEMV never / where it pays / everywhere; chain = the
 #   8B Q4_0 layer GEMVs as one persistent launch against the product's chain, tools/cuda/gemv_chain_bench;
-#   attn-ab = 1B and 8B Q4_0 decode at depth 0 and 4096 with the 2- and 4-stage tensor-core attention)
+#   attn-ab = 1B and 8B Q4_0 decode at depth 0 and 4096 with the 2- and 4-stage tensor-core attention
+#   and its cluster forms)
 # Environment:
 #   CERA_BIN     folder with the `cera`, `test_ops_cuda` and `test_model` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
@@ -63,10 +64,16 @@ for s in $sections; do
       run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere" \
       tests-stream.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
     tail -3 "$OUT/tests-stream.log"
-    # The 4-stage tensor-core decode attention (an A/B variant, attention.cu) with half the splits.
+    # The decode attention's A/B variants (attention.cu): 4 stages with half the splits, and the
+    # cluster forms whose splits merge through distributed shared memory.
     CERA_CUDA_ATTN_STAGES=4 CERA_CUDA_ATTN_FILL=1 run "attention tests with the 4-stage tensor-core kernel, fill 1" \
       tests-attn4.log "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1
     tail -3 "$OUT/tests-attn4.log"
+    for n in 8 16; do
+      CERA_CUDA_ATTN_CLUSTER=$n run "attention tests with the cluster form, $n splits a cluster" tests-cluster$n.log \
+        "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1
+      tail -3 "$OUT/tests-cluster$n.log"
+    done
     ;;
   sanitize)
     CERA_CUDA_TEST_QUICK=1 run "compute-sanitizer memcheck (quick sweep)" memcheck.log \
@@ -177,17 +184,19 @@ for s in $sections; do
     done
     ;;
   attn-ab)
-    # Decode attention at depth 0 and 4096: 2 stages at fill 2 (default), 4 stages at fill 1 and 2.
+    # Decode attention at depth 0 and 4096: 2 stages at fill 2 (default), 4 stages at fill 1 and
+    # 2, and the cluster forms (8 and 16 splits a cluster, 4 stages).
     for spec in llama-1b:q4_0 llama-8b:q4_0; do
       shape=${spec%%:*} type=${spec##*:} f=$SYNTH_DIR/$shape-$type.gguf
       [ -f "$f" ] || run "synth $shape $type" "synth-$shape-$type.log" "$CERA" synth --shape $shape --type $type -o "$f"
-      for cfg in "2 2" "4 1" "4 2"; do
+      for cfg in "2 2 0" "4 1 0" "4 2 0" "4 0 8" "4 0 16"; do
         set -- $cfg
         for d in 0 4096; do
-          log=attn-ab-$shape-$type-s$1-f$2-d$d.log
-          CERA_CUDA_ATTN_STAGES=$1 CERA_CUDA_ATTN_FILL=$2 run "decode $shape $type depth $d, $1 stages, fill $2" $log \
+          log=attn-ab-$shape-$type-s$1-f$2-c$3-d$d.log
+          CERA_CUDA_ATTN_STAGES=$1 CERA_CUDA_ATTN_FILL=$2 CERA_CUDA_ATTN_CLUSTER=$3 \
+            run "decode $shape $type depth $d, $1 stages, fill $2, cluster $3" $log \
             "$CERA" bench -m "$f" --device cuda -p 0 -n 128 -r 3 -d $d --no-membw
-          grep -E "^\| tg" "$OUT/$log" | sed "s/^/$shape $type stages=$1 fill=$2 /" | tee -a "$OUT/bench.md"
+          grep -E "^\| tg" "$OUT/$log" | sed "s/^/$shape $type stages=$1 fill=$2 cluster=$3 /" | tee -a "$OUT/bench.md"
         done
       done
     done

@@ -263,9 +263,11 @@ __device__ __forceinline__ float warp_sum(float v) {
 // unnormalised accumulators to smem ([kAttnWarps][G][head_dim] floats) and its (max, sum) pairs
 // after them (natural-log domain): merges the warps, stores the result (one split) or this split's
 // partials, and the last live split of the (head group, token) merges the splits.
-template <int G>
-__device__ __forceinline__ void finish_block(const AttnParams& p, const float* smem, const BlockWork& bw) {
-  const int hd = p.head_dim, warp = threadIdx.x / 32;
+// The block's warps merged, element by element: store(g, i, a, max, sum) with a the unnormalised
+// accumulator of head g's element i at the merged max (natural-log domain).
+template <int G, class Store>
+__device__ __forceinline__ void merge_warps(const AttnParams& p, const float* smem, const BlockWork& bw, Store&& store) {
+  const int hd = p.head_dim;
   const float* s_acc = smem;
   const float2* s_ml = reinterpret_cast<const float2*>(smem + kAttnWarps * G * hd);
   __syncthreads();
@@ -282,6 +284,14 @@ __device__ __forceinline__ void finish_block(const AttnParams& p, const float* s
         a += s_acc[(w * G + g) * hd + i] * f;
       }
     }
+    store(g, i, a, mx, sum);
+  }
+}
+
+template <int G>
+__device__ __forceinline__ void finish_block(const AttnParams& p, const float* smem, const BlockWork& bw) {
+  const int hd = p.head_dim, warp = threadIdx.x / 32;
+  merge_warps<G>(p, smem, bw, [&](int g, int i, float a, float mx, float sum) {
     const int h = bw.h0 + g;
     if (p.n_split == 1) {
       p.out.data[bw.t * p.out.token_stride + h * p.out.head_stride + i] = sum > 0.0f ? a / sum : 0.0f;
@@ -290,7 +300,7 @@ __device__ __forceinline__ void finish_block(const AttnParams& p, const float* s
       p.partial_acc[pi * hd + i] = a;
       if (i == 0) p.partial_ml[pi] = make_float2(mx, sum);
     }
-  }
+  });
   if (p.n_split == 1 || !p.merge_in_block) return;
   // The last live split of this (kv head chunk, token) to finish merges them all: one launch a
   // layer instead of two (a dependent kernel boundary costs a few us in a decode step). Each
@@ -338,6 +348,75 @@ __device__ __forceinline__ void finish_block(const AttnParams& p, const float* s
     for (int s = 0; s < bw.n_live; ++s) a += __ldcg(src + int64_t(s) * hd) * s_f[g][s];
     p.out.data[bw.t * p.out.token_stride + (bw.h0 + g) * p.out.head_stride + i] = a * s_inv[g];
   }
+}
+
+// Cluster form (attention_tc_kernel's kCluster > 0; CERA_CUDA_ATTN_CLUSTER, an A/B variant written
+// after v9's device time ran out, not yet run): the kCluster context splits of a (kv head chunk,
+// token) are one thread-block cluster. Each block merges its warps into its partial in shared
+// memory; after a cluster barrier every block merges one slice of the elements from all the
+// cluster's partials through distributed shared memory, and a second barrier keeps each block's
+// shared memory alive until the others have read it. Against finish_block's merge, no partials
+// go through global memory, and no fence, arrival counter or dependent L2 rounds follow the
+// last split (1B at depth 4096 spends ~4.8 us a layer in attention, v9).
+constexpr int kMaxCluster = 16;  // blocks a cluster at most (non-portable size)
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// The shared-memory address `local` (this block's) in block `rank` of the cluster.
+__device__ __forceinline__ uint32_t cluster_addr(uint32_t local, uint32_t rank) {
+  uint32_t a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(local), "r"(rank));
+  return a;
+}
+__device__ __forceinline__ float ld_cluster_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ float2 ld_cluster_f32x2(uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+  return v;
+}
+// part: this block's partial, [G][head_dim] accumulators then G (max, sum) pairs, beside the
+// warps' merge area.
+template <int G, int kCluster>
+__device__ __forceinline__ void finish_cluster(const AttnParams& p, const float* smem, float* part, const BlockWork& bw) {
+  static_assert(kCluster <= kMaxCluster, "sm_90 clusters hold at most 16 blocks");
+  const int hd = p.head_dim;
+  float2* part_ml = reinterpret_cast<float2*>(part + G * hd);
+  merge_warps<G>(p, smem, bw, [&](int g, int i, float a, float mx, float sum) {
+    part[g * hd + i] = a;
+    if (i == 0) part_ml[g] = make_float2(mx, sum);
+  });
+  cluster_sync();
+  const uint32_t rank = cluster_rank();
+  const int items = bw.ng * hd;
+  const int lo = int(rank) * items / kCluster, hi = (int(rank) + 1) * items / kCluster;
+  for (int idx = lo + threadIdx.x; idx < hi; idx += blockDim.x) {
+    const int g = idx / hd, i = idx % hd;
+    float2 ml[kCluster];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {
+      ml[r] = ld_cluster_f32x2(cluster_addr(smem_addr(part_ml + g), uint32_t(r)));
+      mx = fmaxf(mx, ml[r].x);
+    }
+    float sum = 0.0f, a = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {
+      const float f = ml[r].x == -INFINITY ? 0.0f : __expf(ml[r].x - mx);  // splits with no entries weigh 0
+      sum += ml[r].y * f;
+      a += ld_cluster_f32(cluster_addr(smem_addr(part + g * hd + i), uint32_t(r))) * f;
+    }
+    p.out.data[bw.t * p.out.token_stride + (bw.h0 + g) * p.out.head_stride + i] = sum > 0.0f ? a / sum : 0.0f;
+  }
+  cluster_sync();
 }
 
 // T: the cache element (float or __half). D: elements of a head per lane (head_dim <= 32 D).
@@ -474,13 +553,14 @@ constexpr int kTcStages = 2;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HD, int kStages = kTcStages>
+template <int HD, int kStages = kTcStages, int kCluster = 0>
 struct TcGeometry {
   // Halves a staged row: 16 bytes of padding put the 8 rows an ldmatrix phase reads on distinct banks.
   static constexpr int kPitch = HD + 8;
   static constexpr int kStageHalves = 2 * kTcEntries * kPitch;  // K rows, then V rows
   static constexpr size_t kStageBytes = size_t(kStages) * kStageHalves * 2;
-  static constexpr size_t kMergeBytes = size_t(kAttnWarps) * kTcRows * (HD * 4 + 8);
+  // The warps' merge area, and in the cluster form the block's partial after it (finish_cluster).
+  static constexpr size_t kMergeBytes = size_t(kAttnWarps + (kCluster > 0 ? 1 : 0)) * kTcRows * (HD * 4 + 8);
   static constexpr size_t kSmem = kStageBytes > kMergeBytes ? kStageBytes : kMergeBytes;
 };
 
@@ -506,9 +586,9 @@ __device__ __forceinline__ void stage_tc(const AttnParams& p, __half* stage, con
   }
 }
 
-template <int HD, int kStages>
+template <int HD, int kStages, int kCluster = 0>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __grid_constant__ AttnParams p) {
-  using Gm = TcGeometry<HD, kStages>;
+  using Gm = TcGeometry<HD, kStages, kCluster>;
   extern __shared__ __align__(16) float smem[];
   __half* stages = reinterpret_cast<__half*>(smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
@@ -610,7 +690,11 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_tc_kernel(const __g
     }
     if ((lane & 3) == 0) s_ml[warp * kTcRows + g] = make_float2(m[r] * kLn2, sum);
   }
-  finish_block<kTcRows>(p, smem, w);
+  if constexpr (kCluster > 0) {
+    finish_cluster<kTcRows, kCluster>(p, smem, smem + kAttnWarps * kTcRows * (HD + 2), w);
+  } else {
+    finish_block<kTcRows>(p, smem, w);
+  }
 }
 
 // One block per (head, token): merges the n_split partial softmax results. The splits' (max,
@@ -682,6 +766,59 @@ void launch_attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p) {
   (void)raised;
   launch(ctx.stream(), attention_tc_kernel<HD, kStages>, grid, kAttnWarps * 32, Gm::kSmem, p);
 }
+// The cluster form (finish_cluster) with kCluster splits a cluster and 4 stages in flight.
+// tc_cluster_fits: whether such clusters can be resident at all (else the default kernel runs).
+template <int HD, int kCluster>
+bool tc_cluster_fits() {
+  using Gm = TcGeometry<HD, 4, kCluster>;
+  auto* kernel = attention_tc_kernel<HD, 4, kCluster>;
+  static const bool fits = [&] {
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Gm::kSmem)));
+    if (kCluster > 8) CERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 1;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = kCluster;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(1, 1, kCluster);
+    config.blockDim = kAttnWarps * 32;
+    config.dynamicSmemBytes = Gm::kSmem;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    int clusters = 0;
+    const bool ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0;
+    cudaGetLastError();  // a failed query leaves no error behind for the next launch
+    return ok;
+  }();
+  return fits;
+}
+bool tc_cluster_fits(int head_dim, int cluster) {
+  if (head_dim == 64) return cluster == 16 ? tc_cluster_fits<64, 16>() : tc_cluster_fits<64, 8>();
+  return cluster == 16 ? tc_cluster_fits<128, 16>() : tc_cluster_fits<128, 8>();
+}
+template <int HD, int kCluster>
+void launch_attention_tc_cluster(CudaContext& ctx, dim3 grid, const AttnParams& p) {
+  using Gm = TcGeometry<HD, 4, kCluster>;
+  launch_clustered(ctx.stream(), attention_tc_kernel<HD, 4, kCluster>, grid, kAttnWarps * 32, Gm::kSmem,
+                   dim3(1, 1, kCluster), p);
+}
+template <int HD>
+void launch_attention_tc_cluster(CudaContext& ctx, dim3 grid, const AttnParams& p, int cluster) {
+  cluster == 16 ? launch_attention_tc_cluster<HD, 16>(ctx, grid, p) : launch_attention_tc_cluster<HD, 8>(ctx, grid, p);
+}
+
+// CERA_CUDA_ATTN_CLUSTER=8 or 16: decode launches on tensor cores take the cluster form with that
+// many context splits (an A/B switch, off by default: 0).
+int attention_cluster_env() {
+  static const int n = [] {
+    const char* e = std::getenv("CERA_CUDA_ATTN_CLUSTER");
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return v == 8 || v == 16 ? v : 0;
+  }();
+  return n;
+}
+
 // CERA_CUDA_ATTN_STAGES=4: the 4-stage tensor-core kernel (an A/B switch; default 2).
 template <int HD>
 void launch_attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p) {
@@ -809,6 +946,12 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   const int64_t vec_elems = f16 ? 8 : 4;
   p.vec_rows = a.head_dim % vec_elems == 0 && p.k_stride % vec_elems == 0 && p.v_stride % vec_elems == 0 &&
                reinterpret_cast<uintptr_t>(p.k) % 16 == 0 && reinterpret_cast<uintptr_t>(p.v) % 16 == 0;
+  // The cluster form: its own split count, merged in the cluster (finish_cluster).
+  const int cluster = tc && n_tokens <= kGemvMaxTokens && attention_cluster_env() > 0 &&
+                              tc_cluster_fits(a.head_dim, attention_cluster_env())
+                          ? attention_cluster_env()
+                          : 0;
+  if (cluster > 0) n_split = cluster;
   p.n_split = int32_t(n_split);
   const dim3 grid(unsigned(a.n_head_kv * p.n_chunks), unsigned(n_tokens), unsigned(n_split));
   // CERA_CUDA_ATTN_MERGE=kernel: the splits merged by a second kernel (the v4 path), for A/B runs.
@@ -816,7 +959,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
     const char* e = std::getenv("CERA_CUDA_ATTN_MERGE");
     return e != nullptr && std::string(e) == "kernel";
   }();
-  p.merge_in_block = !merge_kernel;
+  p.merge_in_block = !merge_kernel && cluster == 0;
   // The tensor-core kernel's splits are one 64-entry stage at least, so that all 4 warps of a
   // block work on a short context: 8B depth 0 472 -> 480 t/s, 1B 1,732 -> 1,777, depth 4096
   // unchanged (same call, through CERA_CUDA_ATTN_MINSPLIT, which overrides both kernels' minimum).
@@ -827,7 +970,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   }();
   p.min_split = min_split_env > 0 ? min_split_env : tc ? kTcEntries : kMinSplitLen;
   p.early_rows = attention_early_mode() >= 1 && n_tokens <= kGemvMaxTokens;
-  if (n_split > 1) {
+  if (n_split > 1 && cluster == 0) {
     const int64_t n_part = n_tokens * a.n_head * n_split;
     auto* buf = static_cast<float*>(ctx.scratch(ScratchKind::kAttnPartial, uint64_t(n_part) * (a.head_dim + 2) * 4));
     p.partial_acc = buf;
@@ -836,7 +979,10 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   }
   CERA_CHECK_MSG(n_tokens < 65536, "attention: at most 65535 tokens per call");
   if (!ctx.launching()) return;
-  if (tc) {
+  if (cluster > 0) {
+    a.head_dim == 64 ? launch_attention_tc_cluster<64>(ctx, grid, p, cluster)
+                     : launch_attention_tc_cluster<128>(ctx, grid, p, cluster);
+  } else if (tc) {
     a.head_dim == 64 ? launch_attention_tc<64>(ctx, grid, p) : launch_attention_tc<128>(ctx, grid, p);
   } else if (f16) {
     group_cap == 4 ? launch_attention<__half, 4>(ctx, grid, p, a.head_dim)
@@ -846,7 +992,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
                    : launch_attention<float, kMaxGroup>(ctx, grid, p, a.head_dim);
   }
   CERA_CUDA_LAUNCHED();
-  if (n_split > 1 && !p.merge_in_block) {
+  if (n_split > 1 && !p.merge_in_block && cluster == 0) {
     launch(ctx.stream(), attention_merge_kernel, dim3(unsigned(a.n_head), unsigned(n_tokens)), 128, 0, p);
     CERA_CUDA_LAUNCHED();
   }
