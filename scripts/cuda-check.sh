@@ -64,16 +64,6 @@ for s in $sections; do
       run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere" \
       tests-stream.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
     tail -3 "$OUT/tests-stream.log"
-    # The decode attention's A/B variants (attention.cu): 4 stages with half the splits, and the
-    # cluster forms whose splits merge through distributed shared memory.
-    CERA_CUDA_ATTN_STAGES=4 CERA_CUDA_ATTN_FILL=1 run "attention tests with the 4-stage tensor-core kernel, fill 1" \
-      tests-attn4.log "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1
-    tail -3 "$OUT/tests-attn4.log"
-    for n in 8 16; do
-      CERA_CUDA_ATTN_CLUSTER=$n run "attention tests with the cluster form, $n splits a cluster" tests-cluster$n.log \
-        "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1
-      tail -3 "$OUT/tests-cluster$n.log"
-    done
     ;;
   sanitize)
     CERA_CUDA_TEST_QUICK=1 run "compute-sanitizer memcheck (quick sweep)" memcheck.log \
@@ -184,6 +174,16 @@ for s in $sections; do
     done
     ;;
   attn-ab)
+    # The decode attention's A/B variants (attention.cu), their tests first: 4 stages with half the
+    # splits, and the cluster forms whose splits merge through distributed shared memory.
+    CERA_CUDA_ATTN_STAGES=4 CERA_CUDA_ATTN_FILL=1 run "attention tests with the 4-stage tensor-core kernel, fill 1" \
+      tests-attn4.log "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1
+    tail -3 "$OUT/tests-attn4.log"
+    for n in 8 16; do
+      CERA_CUDA_ATTN_CLUSTER=$n run "attention tests with the cluster form, $n splits a cluster" tests-cluster$n.log \
+        "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1
+      tail -3 "$OUT/tests-cluster$n.log"
+    done
     # Decode attention at depth 0 and 4096: 2 stages at fill 2 (default), 4 stages at fill 1 and
     # 2, and the cluster forms (8 and 16 splits a cluster, 4 stages).
     for spec in llama-1b:q4_0 llama-8b:q4_0; do
