@@ -108,8 +108,8 @@ __device__ __forceinline__ BlockWork block_work(const AttnParams& p) {
 // position its sequence has in this batch are final before the wait; copying them first starts
 // the DRAM reads while the kernels before run, instead of after them. Rows from fresh_row on, q
 // and the partial results are touched after the wait. Positions and tables are read before the
-// wait anyway (block_work). Batches of at most kGemvMaxTokens tokens (the host clears early_rows
-// above).
+// wait anyway (block_work). Only batches of at most kGemvMaxTokens tokens (attention() sets
+// early_rows for those alone), so the scan over the batch's tokens stays short.
 __device__ __forceinline__ int fresh_row(const AttnParams& p, int64_t t) {
   const int seq = p.token_seq[t];
   int fresh = p.positions[t];
