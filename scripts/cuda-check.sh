@@ -174,7 +174,7 @@ for s in $sections; do
     done
     ;;
   attn-ab)
-    # The decode attention's A/B variants (attention.cu), their tests first: 4 stages with half the
+    # The decode attention's A/B variants (attention_tc.cu), their tests first: 4 stages with half the
     # splits, and the cluster forms whose splits merge through distributed shared memory.
     CERA_CUDA_ATTN_STAGES=4 CERA_CUDA_ATTN_FILL=1 run "attention tests with the 4-stage tensor-core kernel, fill 1" \
       tests-attn4.log "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1

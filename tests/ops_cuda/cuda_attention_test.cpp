@@ -9,7 +9,7 @@
 // to f16 (10-bit mantissa, relative rounding <= 2^-11) and accumulates in f32: a numpy model of
 // it gives 1.5e-4 .. 4.3e-4 relative L2 on these inputs, so those cases are checked at 2e-3; so are
 // decode batches over F16 rows at head_dim 64/128, which take the tensor-core decode kernel
-// (attention.cu: Q·scale and P rounded to f16 the same way). Every check runs with F32 and with F16 cache rows; both
+// (attention_tc.cu: Q·scale and P rounded to f16 the same way). Every check runs with F32 and with F16 cache rows; both
 // backends read the same fp16 bits (kv_store's rounding is compared bit for bit), so the F16
 // tolerance is the F32 one.
 #include <algorithm>
@@ -70,7 +70,7 @@ struct Case {
   int32_t window = 0;
   // CUDA: the batch's own cache rows start as NaN and kv_store writes them just before attention,
   // as in a decode step. Attention copies the rows of earlier steps before its PDL wait and the
-  // batch's after it (attention.cu, fresh_row); a batch row read too early would read NaN.
+  // batch's after it (attention_common.cuh, fresh_row); a batch row read too early would read NaN.
   bool store_batch_rows = false;
 };
 

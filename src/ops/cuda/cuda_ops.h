@@ -92,7 +92,7 @@ void top_k(CudaContext& ctx, const TensorView& ids, const TensorView& values, co
 void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, const KvLayer& layer,
                const AttentionBatch& batch, const AttentionParams& params);
 // How early decode attention reads the cache rows of earlier steps: 0 after its PDL wait; 1 before
-// it (attention.cu, fresh_row); 2 also the fused RoPE + K/V store kernel before it lets it be
+// it (attention_common.cuh, fresh_row); 2 also the fused RoPE + K/V store kernel before it lets it be
 // scheduled as that kernel starts (fused.cu), so those reads overlap the Q/K/V GEMV.
 // CERA_CUDA_ATTN_EARLY=0/1/2 (A/B runs).
 int attention_early_mode();

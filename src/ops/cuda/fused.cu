@@ -168,9 +168,9 @@ struct RopeStoreParams {
 // and the matching V head into the cache row slots[t], converted to the cache type C (float or
 // __half, rounded like kv_store). Saves 2 launches per layer.
 // trigger_first: the attention launch that follows may be scheduled as this kernel starts, before
-// its wait. Its blocks then copy the cache rows of earlier steps (attention.cu, fresh_row) while
-// the Q/K/V GEMV before this kernel still runs; they wait for this kernel before reading q and
-// this step's rows. Only attention follows with it set (fuse_rope_store).
+// its wait. Its blocks then copy the cache rows of earlier steps (attention_common.cuh,
+// fresh_row) while the Q/K/V GEMV before this kernel still runs; they wait for this kernel before
+// reading q and this step's rows. Only attention follows with it set (fuse_rope_store).
 template <class C>
 __global__ void rope_store_kernel(const __grid_constant__ RopeStoreParams p) {
   if (p.trigger_first) asm volatile("griddepcontrol.launch_dependents;" :::);
