@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and benchmarks on the GPU machine in one call and writes a results table.
-#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity] [gemv-ab] [attn-ab] [chain]
+#   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity] [gemv-ab] [chain]
 #   (default: tests sanitize models bench; eager = 1B Q4_0 decode with CUDA graphs off; profile =
 #   per-verb device time of 8B and 1B Q4_0 prefill and decode; moe = synthetic lfm2-1.2b and
 #   qwen3-30b-a3b Q4_0 (~0.7 and ~17 GB) benchmarked against the 4.3 TB/s roofline; parity = the
 #   whole-model parity tests of every fixture on CUDA, CERA_TEST_DEVICE=cuda; gemv-ab = decode of the
 #   four benchmark shapes with the streaming GEMV never / where it pays / everywhere; chain = the
-#   8B Q4_0 layer GEMVs as one persistent launch against the product's chain, tools/cuda/gemv_chain_bench;
-#   attn-ab = 1B and 8B Q4_0 decode at depth 0 and 4096 with the 2- and 4-stage tensor-core attention
-#   and its cluster forms)
+#   8B Q4_0 layer GEMVs as one persistent launch against the product's chain, tools/cuda/gemv_chain_bench)
 # Environment:
 #   CERA_BIN     folder with the `cera`, `test_ops_cuda` and `test_model` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
@@ -53,15 +51,19 @@ for s in $sections; do
   tests)
     run "test_ops_cuda (full sweep)" tests.log "$TESTS" --gtest_brief=1
     tail -3 "$OUT/tests.log"
-    CERA_CUDA_GEMM=mma run "test_ops_cuda matmul with the gemm_q prefill GEMM" tests-mma.log \
-      "$TESTS" --gtest_filter='CudaMatmul*:GemmQ*' --gtest_brief=1
+    # The off-by-default kernel variants on the quick sweep (every type, tile tails and batch
+    # sizes, fewer widths): at full size the three passes took ~10 minutes (v10), and the tests
+    # and sanitize sections must fit one 10-minute device call.
+    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_GEMM=mma run "test_ops_cuda matmul with the gemm_q prefill GEMM (quick sweep)" \
+      tests-mma.log "$TESTS" --gtest_filter='CudaMatmul*:GemmQ*' --gtest_brief=1
     tail -3 "$OUT/tests-mma.log"
-    CERA_CUDA_GEMM=mma CERA_CUDA_GEMM_Q=wgmma run "test_ops_cuda matmul with the gemm_q wgmma variant" \
+    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_GEMM=mma CERA_CUDA_GEMM_Q=wgmma \
+      run "test_ops_cuda matmul with the gemm_q wgmma variant (quick sweep)" \
       tests-wgmma.log "$TESTS" --gtest_filter='CudaMatmul*:GemmQ*' --gtest_brief=1
     tail -3 "$OUT/tests-wgmma.log"
     # The streaming GEMV on every launch it can take (by default only where it is faster).
-    CERA_CUDA_GEMV_STREAM=all CERA_CUDA_FUSE_GATED=1 \
-      run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere" \
+    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_GEMV_STREAM=all CERA_CUDA_FUSE_GATED=1 \
+      run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere (quick sweep)" \
       tests-stream.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
     tail -3 "$OUT/tests-stream.log"
     ;;
@@ -163,42 +165,11 @@ for s in $sections; do
     # v8); needs the microbenchmarks (-DCERA_CUDA_BENCH=ON).
     chain_bench=${CERA_BIN:+$CERA_BIN/gemv_chain_bench}
     chain_bench=${chain_bench:-build-cuda/src/ops/cuda/gemv_chain_bench}
-    # Tile columns of ~128 units (one a 4096-wide row), then 64 and 32 (2 and 4): the narrower the
-    # columns, the earlier the readiness flags (the chunks rows, v9) let a block start a GEMV.
-    for cfg in "1 0" "2 0" "2 64" "2 32"; do
-      set -- $cfg
-      log=chain-$1-ku$2.log
-      run "persistent GEMV chain bench (8B Q4_0 shapes, 32 layers, $1 block(s) an SM, ku ${2/#0/default})" $log \
-        timeout 120 "$chain_bench" --check --blocks-per-sm $1 $([ "$2" != 0 ] && echo --ku $2)
+    for bps in 1 2; do
+      log=chain-$bps.log
+      run "persistent GEMV chain bench (8B Q4_0 shapes, 32 layers, $bps block(s) an SM)" $log \
+        timeout 120 "$chain_bench" --check --blocks-per-sm $bps
       grep -E "^\||check|device" "$OUT/$log" | tee -a "$OUT/bench.md"
-    done
-    ;;
-  attn-ab)
-    # The decode attention's A/B variants (attention_tc.cu), their tests first: 4 stages with half the
-    # splits, and the cluster forms whose splits merge through distributed shared memory.
-    CERA_CUDA_ATTN_STAGES=4 CERA_CUDA_ATTN_FILL=1 run "attention tests with the 4-stage tensor-core kernel, fill 1" \
-      tests-attn4.log "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1
-    tail -3 "$OUT/tests-attn4.log"
-    for n in 8 16; do
-      CERA_CUDA_ATTN_CLUSTER=$n run "attention tests with the cluster form, $n splits a cluster" tests-cluster$n.log \
-        "$TESTS" --gtest_filter='CudaAttention*:CudaGraph*' --gtest_brief=1
-      tail -3 "$OUT/tests-cluster$n.log"
-    done
-    # Decode attention at depth 0 and 4096: 2 stages at fill 2 (default), 4 stages at fill 1 and
-    # 2, and the cluster forms (8 and 16 splits a cluster, 4 stages).
-    for spec in llama-1b:q4_0 llama-8b:q4_0; do
-      shape=${spec%%:*} type=${spec##*:} f=$SYNTH_DIR/$shape-$type.gguf
-      [ -f "$f" ] || run "synth $shape $type" "synth-$shape-$type.log" "$CERA" synth --shape $shape --type $type -o "$f"
-      for cfg in "2 2 0" "4 1 0" "4 2 0" "4 0 8" "4 0 16"; do
-        set -- $cfg
-        for d in 0 4096; do
-          log=attn-ab-$shape-$type-s$1-f$2-c$3-d$d.log
-          CERA_CUDA_ATTN_STAGES=$1 CERA_CUDA_ATTN_FILL=$2 CERA_CUDA_ATTN_CLUSTER=$3 \
-            run "decode $shape $type depth $d, $1 stages, fill $2, cluster $3" $log \
-            "$CERA" bench -m "$f" --device cuda -p 0 -n 128 -r 3 -d $d --no-membw
-          grep -E "^\| tg" "$OUT/$log" | sed "s/^/$shape $type stages=$1 fill=$2 cluster=$3 /" | tee -a "$OUT/bench.md"
-        done
-      done
     done
     ;;
   gemv-ab)

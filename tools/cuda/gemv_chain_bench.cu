@@ -13,11 +13,6 @@
 //            each GEMV, wait at a grid barrier until every block has finished the previous one
 //            (the data dependency of a real step: each GEMV's input is the previous one's output);
 //   stream   the same without the barriers: the ceiling of the persistent streaming itself;
-//   chunks   the same with readiness flags instead of barriers (8 consumer warps): a GEMV's tile
-//            column c waits only for the rows of the previous GEMV's output that feed it (its
-//            chunk c, in proportion), counted as the blocks store their row groups; with tile
-//            columns narrower than a row (--ku), a block starts a GEMV's first columns while the
-//            last rows of the previous one are still being computed elsewhere;
 //   registers the same chain and stream with the weights read straight into registers, one warp a
 //            row as the product's v2 GEMV (16 warps a block, 2 x blocks-per-sm blocks an SM).
 // Inputs are fixed random activations per shape (the barrier, not the data, carries the
@@ -25,11 +20,11 @@
 // Measured (docs/benchmarks/cuda.md v8 and v9): every variant, at one and two blocks an SM. Best
 // with barriers: 8 consumer warps, two blocks an SM, 73 % of 4.3 TB/s (the product's graph: 62 %);
 // best without: 2 rows a warp at two blocks an SM, 88 %. Activations in registers gained nothing.
-// The chunks rows were added after the seventh session's device time ran out: not yet run.
+// The readiness-flag form (chunks) was measured in the eighth session and lost against the grid
+// barrier at every column width (2 blocks an SM, default columns: chain 71 % vs chunks 50 % of
+// 4.3 TB/s; 2 rows a warp: 69 % vs 62 %), and was removed (commit 6d63d10 has it).
 // Built with -DCERA_CUDA_BENCH=ON (target gemv_chain_bench); run on the GPU machine:
-//   gemv_chain_bench [--layers 32] [--reps 5] [--blocks-per-sm 1] [--ku N] [--check]
-// --ku: units (32 weights) of a tile column for every shape (default ~128: one column for the
-// 4096-wide rows, four for the down projection).
+//   gemv_chain_bench [--layers 32] [--reps 5] [--blocks-per-sm 1] [--check]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -56,14 +51,12 @@ constexpr double kRoofline = 4.3e12;  // bytes/s (PERFORMANCE.md)
 constexpr int kKinds = 4;             // Q/K/V, O, gate/up, down: one weight each
 constexpr int kUnitBytes = 18;        // Q4_0: 16 code bytes + a 2-byte scale a 32-weight unit
 constexpr int kMaxStages = 16;
-constexpr int kMaxChunks = 64;        // tile columns of a row at most (--ku)
 constexpr int kWarpsC = gs::kConsumerWarps;  // consumer warps a group; a tile has kRpw rows a warp
 
 // What a GEMV's consumers wait for before reading its input (the previous GEMV's output).
 enum class Dependency : int32_t {
   kNone,     // nothing: the streaming ceiling
   kBarrier,  // every block done with the previous GEMV (a grid barrier)
-  kChunks,   // the rows of the previous output that feed this tile column (readiness flags)
 };
 
 struct ChainShape {
@@ -82,7 +75,6 @@ struct ChainParams {
   int32_t n_stages;
   uint32_t stage_pitch;  // bytes a ring stage
   int32_t* barrier;      // blocks done, summed over the GEMVs; zero at launch
-  int32_t* ready;        // [n_layers * kKinds][kMaxChunks] row groups stored per chunk; zero at launch
   Dependency dep;
 };
 
@@ -106,42 +98,11 @@ __device__ __forceinline__ void gemv_done(const ChainParams& p) {
     atomicAdd(p.barrier, 1);
   }
 }
-// Chunks: GEMV i's row groups of kRows rows feed the next GEMV's n_cols tile columns in
-// proportion: group g feeds column (g kRows n_cols) / n_out. first_group(c) is the first group of
-// column c's chunk, so chunk c holds first_group(c + 1) - first_group(c) groups.
-template <int kRows>
-__device__ __forceinline__ int64_t first_group(int64_t n_out, int n_cols, int c) {
-  const int64_t den = int64_t(kRows) * n_cols;
-  return (int64_t(c) * n_out + den - 1) / den;
-}
-template <int kRows>
-__device__ __forceinline__ int chunk_of(int64_t n_out, int n_cols, int64_t g) {
-  return int(g * kRows * n_cols / n_out);
-}
-// After the block's consumers have stored row group g of GEMV i (and synchronised): count it.
-template <int kRows>
-__device__ __forceinline__ void group_stored(const ChainParams& p, int i, int64_t g) {
-  if (threadIdx.x != 0) return;
-  const ChainShape& next = p.shape[(i + 1) % kKinds];
-  __threadfence();
-  atomicAdd(&p.ready[i * kMaxChunks + chunk_of<kRows>(p.shape[i % kKinds].n_out, next.n_col_tiles, g)], 1);
-}
-// Before tile column c of GEMV i (i > 0): thread 0 waits until chunk c of GEMV i - 1 is stored.
-template <int kRows>
-__device__ __forceinline__ void wait_for_chunk(const ChainParams& p, int i, int c) {
-  if (threadIdx.x != 0) return;
-  const int64_t n_out = p.shape[(i - 1) % kKinds].n_out;
-  const int n_cols = p.shape[i % kKinds].n_col_tiles;
-  const int target = int(first_group<kRows>(n_out, n_cols, c + 1) - first_group<kRows>(n_out, n_cols, c));
-  while (ld_acquire(&p.ready[(i - 1) * kMaxChunks + c]) < target) __nanosleep(20);
-}
 
-// Shape s's activations (units u_lo .. u_hi - 1; all by default) into shared memory, as the
-// streaming GEMV lays them out (low and high 16-byte halves of each unit's codes, then the
-// (d, sum) pairs); threads tid of n_threads.
-__device__ __forceinline__ void stage_activations(const ChainShape& s, uint8_t* act, int tid, int n_threads,
-                                                  int u_lo = 0, int u_hi = -1) {
-  for (int u = u_lo + tid; u < (u_hi < 0 ? s.units : u_hi); u += n_threads) {
+// Shape s's activations into shared memory, as the streaming GEMV lays them out (low and high
+// 16-byte halves of each unit's codes, then the (d, sum) pairs); threads tid of n_threads.
+__device__ __forceinline__ void stage_activations(const ChainShape& s, uint8_t* act, int tid, int n_threads) {
+  for (int u = tid; u < s.units; u += n_threads) {
     const uint4* x = reinterpret_cast<const uint4*>(s.xq + int64_t(u) * 32);
     reinterpret_cast<uint4*>(act)[u] = x[0];
     reinterpret_cast<uint4*>(act)[s.units + u] = x[1];
@@ -207,8 +168,6 @@ __device__ __forceinline__ void consumers_sync_all() {
 
 // kRpw rows a warp: warp w dots rows w and w + 8 of a 16-row tile with one read of the activations.
 // (v9 also measured each lane keeping its activation units in registers: no gain; commit f85b96b.)
-// Dependency::kChunks (one consumer group): the block stages the activations of tile column c
-// when its first row group reaches that column, after the column's chunk is ready.
 template <int kGroups, int kRpw>
 __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act, uint64_t* full, uint64_t* empty) {
   constexpr int kRows = kWarpsC * kRpw;
@@ -220,27 +179,18 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
     for (int k = 0; k < kKinds; ++k) {
       const ChainShape& s = p.shape[k];
       const int i = l * kKinds + k;
-      const bool chunked = kGroups == 1 && p.dep == Dependency::kChunks && i > 0;
       if (p.dep == Dependency::kBarrier && i > 0) {
         wait_for_previous(p, i);
         consumers_sync_all<kGroups>();
       }
-      if (!chunked) {
-        stage_activations(s, act, threadIdx.x, kThreadsC);
-        consumers_sync_all<kGroups>();
-      }
+      stage_activations(s, act, threadIdx.x, kThreadsC);
+      consumers_sync_all<kGroups>();
       const int64_t n_groups = (s.n_out + kRows - 1) / kRows;
       const int64_t mine = n_groups > blockIdx.x ? (n_groups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
       for (int64_t j = q; j < mine; j += kGroups) {
         const int64_t g = blockIdx.x + j * gridDim.x;
         float acc[kRpw] = {};
         for (int c = 0; c < s.n_col_tiles; ++c) {
-          if (chunked && j == 0) {  // the block's first row group: column c's input not staged yet
-            wait_for_chunk<kRows>(p, i, c);
-            consumers_sync_all<kGroups>();
-            stage_activations(s, act, threadIdx.x, kThreadsC, c * s.ku, min(s.units, (c + 1) * s.ku));
-            consumers_sync_all<kGroups>();
-          }
           const int64_t it = base + j * s.n_col_tiles + c;
           const int st = int(it % p.n_stages);
           gs::mbar_wait(&full[st], uint32_t((it / p.n_stages) & 1));
@@ -276,10 +226,6 @@ __device__ void consume(const ChainParams& p, const uint8_t* ring, uint8_t* act,
             const float v = gemv_detail::warp_sum(acc[h]);
             if (lane == 0) s.out[row] = v;
           }
-        }
-        if (kGroups == 1 && p.dep == Dependency::kChunks) {
-          consumers_sync_all<kGroups>();  // every row of the group stored
-          group_stored<kRows>(p, i, g);
         }
       }
       base += mine * s.n_col_tiles;
@@ -411,17 +357,16 @@ float median(std::vector<float> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int layers = 32, reps = 5, per_sm = 1, ku_arg = 0;
+  int layers = 32, reps = 5, per_sm = 1;
   bool check = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--layers" && i + 1 < argc) layers = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--blocks-per-sm" && i + 1 < argc) per_sm = std::clamp(std::atoi(argv[++i]), 1, 3);
-    else if (a == "--ku" && i + 1 < argc) ku_arg = std::atoi(argv[++i]);
     else if (a == "--check") check = true;
     else {
-      std::fprintf(stderr, "usage: gemv_chain_bench [--layers N] [--reps N] [--blocks-per-sm 1-3] [--ku N] [--check]\n");
+      std::fprintf(stderr, "usage: gemv_chain_bench [--layers N] [--reps N] [--blocks-per-sm 1-3] [--check]\n");
       return 2;
     }
   }
@@ -436,17 +381,10 @@ int main(int argc, char** argv) {
     s.n_in = shapes[k][0];
     s.n_out = shapes[k][1];
     s.units = int32_t(s.n_in / 32);
-    // ~128 units (2 KB of codes) a row segment, or --ku (a multiple of 8 units).
-    const int target = ku_arg > 0 ? std::max(8, ku_arg / 8 * 8) : 128;
-    s.n_col_tiles = ku_arg > 0 ? (s.units + target - 1) / target : std::max(1, (s.units + 64) / 128);
+    s.n_col_tiles = std::max(1, (s.units + 64) / 128);  // ~128 units (2 KB of codes) a row segment
     s.ku = (s.units + s.n_col_tiles - 1) / s.n_col_tiles;
     s.ku = (s.ku + 7) / 8 * 8;
     s.n_col_tiles = (s.units + s.ku - 1) / s.ku;
-    if (s.n_col_tiles > kMaxChunks) {
-      std::fprintf(stderr, "--ku %d: %d tile columns for %lld-wide rows, at most %d\n", ku_arg, s.n_col_tiles,
-                   (long long)s.n_in, kMaxChunks);
-      return 2;
-    }
     s.act_bytes = uint32_t(s.units) * 40;
     CERA_CUDA_CHECK(cudaMalloc(&xs[k], s.n_in * 4));
     random_floats<<<unsigned((s.n_in + 255) / 256), 256>>>(xs[k], s.n_in, 7u + k);
@@ -487,8 +425,6 @@ int main(int argc, char** argv) {
   p.w = w_dev;
   p.n_layers = layers;
   CERA_CUDA_CHECK(cudaMalloc(&p.barrier, 4));
-  const size_t ready_bytes = size_t(layers) * kKinds * kMaxChunks * 4;
-  CERA_CUDA_CHECK(cudaMalloc(&p.ready, ready_bytes));
 
   uint32_t act_max = 0, max_ku = 0;
   int max_cols = 1;
@@ -541,7 +477,6 @@ int main(int argc, char** argv) {
   auto launch_timed = [&](const void* kernel, unsigned grid, unsigned threads, size_t smem, Dependency dep) {
     p.dep = dep;
     CERA_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, 4, ctx.stream()));
-    CERA_CUDA_CHECK(cudaMemsetAsync(p.ready, 0, ready_bytes, ctx.stream()));
     void* args[] = {&p};
     CERA_CUDA_CHECK(cudaEventRecord(e0, ctx.stream()));
     CERA_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(threads), args, smem, ctx.stream()));
@@ -643,21 +578,12 @@ int main(int argc, char** argv) {
     const std::string ring = ", ring " + std::to_string(p.n_stages) + " x " + std::to_string(p.stage_pitch) + " B";
     report(std::string("chain (persistent, grid barrier between GEMVs), ") + v.name + ring,
            [&] { return run_chain(v, Dependency::kBarrier); });
-    if (v.groups == 1) {
-      report(std::string("chunks (persistent, readiness flags per tile column), ") + v.name + ring,
-             [&] { return run_chain(v, Dependency::kChunks); });
-    }
     report(std::string("stream (persistent, no barriers), ") + v.name + ring,
            [&] { return run_chain(v, Dependency::kNone); });
     if (!check) continue;
     run_product();
     run_chain(v, Dependency::kBarrier);
     compare(v.name);
-    if (v.groups == 1) {
-      run_product();
-      run_chain(v, Dependency::kChunks);
-      compare((std::string(v.name) + ", chunks").c_str());
-    }
   }
   return 0;
 }

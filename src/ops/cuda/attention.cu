@@ -470,12 +470,6 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.vec_rows = a.head_dim % vec_elems == 0 && p.k_stride % vec_elems == 0 &&
                p.v_stride % vec_elems == 0 && reinterpret_cast<uintptr_t>(p.k) % 16 == 0 &&
                reinterpret_cast<uintptr_t>(p.v) % 16 == 0;
-  // The cluster form: its own split count, merged in the cluster (finish_cluster).
-  const int cluster_env = attention_cluster_env();
-  const bool clustered = tc && n_tokens <= kGemvMaxTokens && cluster_env > 0 &&
-                         tc_cluster_fits(a.head_dim, cluster_env);
-  const int cluster = clustered ? cluster_env : 0;
-  if (cluster > 0) n_split = cluster;
   p.n_split = int32_t(n_split);
   const dim3 grid(unsigned(a.n_head_kv * p.n_chunks), unsigned(n_tokens), unsigned(n_split));
   // CERA_CUDA_ATTN_MERGE=kernel: the splits merged by a second kernel (the v4 path), for A/B runs.
@@ -483,7 +477,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
     const char* e = std::getenv("CERA_CUDA_ATTN_MERGE");
     return e != nullptr && std::string(e) == "kernel";
   }();
-  p.merge_in_block = !merge_kernel && cluster == 0;
+  p.merge_in_block = !merge_kernel;
   // The tensor-core kernel's splits are one 64-entry stage at least, so that all 4 warps of a
   // block work on a short context: 8B depth 0 472 -> 480 t/s, 1B 1,732 -> 1,777, depth 4096
   // unchanged (same call, through CERA_CUDA_ATTN_MINSPLIT, which overrides both kernels' minimum).
@@ -494,7 +488,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   }();
   p.min_split = min_split_env > 0 ? min_split_env : tc ? kTcEntries : kMinSplitLen;
   p.early_rows = attention_early_mode() >= 1 && n_tokens <= kGemvMaxTokens;
-  if (n_split > 1 && cluster == 0) {
+  if (n_split > 1) {
     const int64_t n_part = n_tokens * a.n_head * n_split;
     auto* buf = static_cast<float*>(
         ctx.scratch(ScratchKind::kAttnPartial, uint64_t(n_part) * (a.head_dim + 2) * 4));
@@ -506,7 +500,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   CERA_CHECK_MSG(n_tokens < 65536, "attention: at most 65535 tokens per call");
   if (!ctx.launching()) return;
   if (tc) {
-    attention_tc(ctx, grid, p, a.head_dim, cluster);
+    attention_tc(ctx, grid, p, a.head_dim);
   } else if (f16) {
     group_cap == 4 ? launch_attention<__half, 4>(ctx, grid, p, a.head_dim)
                    : launch_attention<__half, kMaxGroup>(ctx, grid, p, a.head_dim);
@@ -515,7 +509,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
                    : launch_attention<float, kMaxGroup>(ctx, grid, p, a.head_dim);
   }
   CERA_CUDA_LAUNCHED();
-  if (n_split > 1 && !p.merge_in_block && cluster == 0) {
+  if (n_split > 1 && !p.merge_in_block) {
     launch(ctx.stream(), attention_merge_kernel, dim3(unsigned(a.n_head), unsigned(n_tokens)), 128,
            0, p);
     CERA_CUDA_LAUNCHED();

@@ -239,11 +239,7 @@ __device__ __forceinline__ void finish_block(const AttnParams& p, const float* s
   }
 }
 
-// attention_tc.cu. The cluster form (CERA_CUDA_ATTN_CLUSTER=8 or 16; 0: off) and whether its
-// clusters can be resident; launches the tensor-core kernel (head_dim 64 or 128) in the cluster
-// form when cluster > 0.
-int attention_cluster_env();
-bool tc_cluster_fits(int head_dim, int cluster);
-void attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p, int head_dim, int cluster);
+// attention_tc.cu: launches the tensor-core kernel (head_dim 64 or 128).
+void attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p, int head_dim);
 
 }  // namespace cera::ops::cuda::attn

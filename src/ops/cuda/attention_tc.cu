@@ -8,8 +8,6 @@
 // ncu), issue-bound on its shuffles with 4 warps a scheduler.
 #include <cuda_fp16.h>
 
-#include <cstdlib>
-
 #include "ops/cuda/attention_common.cuh"
 #include "ops/cuda/launch.cuh"
 #include "ops/cuda/mma.cuh"
@@ -19,24 +17,20 @@ namespace {
 
 using namespace mma;
 
-// Stages in flight (one: 8B at depth 4096 386 vs 389 t/s, 1B 1,433 vs 1,451). A kernel with 4
-// (CERA_CUDA_ATTN_STAGES=4, with CERA_CUDA_ATTN_FILL=1: half the splits, each a block's 4 tiles all
-// in flight, half the partials to merge) is built for A/B runs; written after v9's device time
-// ran out, not yet measured.
+// Stages in flight (one: 8B at depth 4096 386 vs 389 t/s, 1B 1,433 vs 1,451; four, with fill 1 or
+// 2, lost at both depths in v10: 1B 1,559 -> 1,520 / 1,497 at depth 4096, 8B 451 -> 349 / 382).
 constexpr int kTcStages = 2;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HD, int kStages = kTcStages, int kCluster = 0>
+template <int HD>
 struct TcGeometry {
   // Halves a staged row: 16 bytes of padding put the 8 rows an ldmatrix phase reads on distinct
   // banks.
   static constexpr int kPitch = HD + 8;
   static constexpr int kStageHalves = 2 * kTcEntries * kPitch;  // K rows, then V rows
-  static constexpr size_t kStageBytes = size_t(kStages) * kStageHalves * 2;
-  // The warps' merge area, and in the cluster form the block's partial after it (finish_cluster).
-  static constexpr size_t kMergeBytes =
-      size_t(kAttnWarps + (kCluster > 0 ? 1 : 0)) * kTcRows * (HD * 4 + 8);
+  static constexpr size_t kStageBytes = size_t(kTcStages) * kStageHalves * 2;
+  static constexpr size_t kMergeBytes = size_t(kAttnWarps) * kTcRows * (HD * 4 + 8);
   static constexpr size_t kSmem = kStageBytes > kMergeBytes ? kStageBytes : kMergeBytes;
 };
 
@@ -63,86 +57,10 @@ __device__ __forceinline__ void stage_tc(const AttnParams& p, __half* stage, con
   }
 }
 
-// Cluster form (attention_tc_kernel's kCluster > 0; CERA_CUDA_ATTN_CLUSTER, an A/B variant written
-// after v9's device time ran out, not yet run): the kCluster context splits of a (kv head chunk,
-// token) are one thread-block cluster. Each block merges its warps into its partial in shared
-// memory; after a cluster barrier every block merges one slice of the elements from all the
-// cluster's partials through distributed shared memory, and a second barrier keeps each block's
-// shared memory alive until the others have read it. Against finish_block's merge, no partials
-// go through global memory, and no fence, arrival counter or dependent L2 rounds follow the
-// last split (1B at depth 4096 spends ~4.8 us a layer in attention, v9).
-constexpr int kMaxCluster = 16;  // blocks a cluster at most (non-portable size)
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
-                   : "memory");
-}
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// The shared-memory address `local` (this block's) in block `rank` of the cluster.
-__device__ __forceinline__ uint32_t cluster_addr(uint32_t local, uint32_t rank) {
-  uint32_t a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(local), "r"(rank));
-  return a;
-}
-__device__ __forceinline__ float ld_cluster_f32(uint32_t addr) {
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
-  return v;
-}
-__device__ __forceinline__ float2 ld_cluster_f32x2(uint32_t addr) {
-  float2 v;
-  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];"
-               : "=f"(v.x), "=f"(v.y)
-               : "r"(addr)
-               : "memory");
-  return v;
-}
-// part: this block's partial, [G][head_dim] accumulators then G (max, sum) pairs, beside the
-// warps' merge area.
-template <int G, int kCluster>
-__device__ __forceinline__ void finish_cluster(const AttnParams& p, const float* smem, float* part,
-                                               const BlockWork& bw) {
-  static_assert(kCluster <= kMaxCluster, "sm_90 clusters hold at most 16 blocks");
-  const int hd = p.head_dim;
-  float2* part_ml = reinterpret_cast<float2*>(part + G * hd);
-  merge_warps<G>(p, smem, bw, [&](int g, int i, float a, float mx, float sum) {
-    part[g * hd + i] = a;
-    if (i == 0) part_ml[g] = make_float2(mx, sum);
-  });
-  cluster_sync();
-  const uint32_t rank = cluster_rank();
-  const int items = bw.ng * hd;
-  const int lo = int(rank) * items / kCluster, hi = (int(rank) + 1) * items / kCluster;
-  for (int idx = lo + threadIdx.x; idx < hi; idx += blockDim.x) {
-    const int g = idx / hd, i = idx % hd;
-    float2 ml[kCluster];
-    float mx = -INFINITY;
-#pragma unroll
-    for (int r = 0; r < kCluster; ++r) {
-      ml[r] = ld_cluster_f32x2(cluster_addr(smem_addr(part_ml + g), uint32_t(r)));
-      mx = fmaxf(mx, ml[r].x);
-    }
-    float sum = 0.0f, a = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kCluster; ++r) {
-      const float f =
-          ml[r].x == -INFINITY ? 0.0f : __expf(ml[r].x - mx);  // splits with no entries weigh 0
-      sum += ml[r].y * f;
-      a += ld_cluster_f32(cluster_addr(smem_addr(part + g * hd + i), uint32_t(r))) * f;
-    }
-    p.out.data[bw.t * p.out.token_stride + (bw.h0 + g) * p.out.head_stride + i] =
-        sum > 0.0f ? a / sum : 0.0f;
-  }
-  cluster_sync();
-}
-
-template <int HD, int kStages, int kCluster = 0>
+template <int HD>
 __global__ void __launch_bounds__(kAttnWarps * 32)
     attention_tc_kernel(const __grid_constant__ AttnParams p) {
-  using Gm = TcGeometry<HD, kStages, kCluster>;
+  using Gm = TcGeometry<HD>;
   extern __shared__ __align__(16) float smem[];
   __half* stages = reinterpret_cast<__half*>(smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
@@ -153,7 +71,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   const int n_tiles = w.hi >= w.lo ? (w.hi - w.lo) / kTcEntries + 1 : 0;
   auto first_stages = [&](int from, int to) {
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < kTcStages; ++s) {
       if (s < n_tiles)
         stage_tc<HD>(p, stages + s * Gm::kStageHalves, w.table, w.lo + s * kTcEntries, w.hi, koff,
                      from, to);
@@ -163,7 +81,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   const int fresh = p.early_rows ? fresh_row(p, w.t) : kAllRows;
   first_stages(kAllRows, fresh);
   pdl_entry();
-  if (fresh <= min(w.hi, w.lo + kStages * kTcEntries - 1)) first_stages(fresh, kNoRows);
+  if (fresh <= min(w.hi, w.lo + kTcStages * kTcEntries - 1)) first_stages(fresh, kNoRows);
   // Q fragments (rows: heads g0 + g, g = lane / 4 and + 8; scaled, f16), zeros past the group.
   const int rg = lane >> 2, cq = 2 * (lane & 3);
   const float q_scale = p.softcap > 0.0f ? p.scale : p.scale * kLog2e;
@@ -187,11 +105,11 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   for (int n = 0; n < HD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   const int rw = 16 * warp;  // this warp's first row of a stage
   for (int j = 0; j < n_tiles; ++j) {
-    cp_async_wait<kStages - 1>();
+    cp_async_wait<kTcStages - 1>();
     __syncthreads();
     const int count = min(kTcEntries, w.hi - (w.lo + j * kTcEntries) + 1);
     if (rw < count) {
-      const uint32_t kb = smem_addr(stages + (j % kStages) * Gm::kStageHalves);
+      const uint32_t kb = smem_addr(stages + (j % kTcStages) * Gm::kStageHalves);
       const uint32_t vb = kb + 2 * kTcEntries * Gm::kPitch;
       float s[2][4] = {};
 #pragma unroll
@@ -229,9 +147,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
       }
     }
     __syncthreads();
-    if (j + kStages < n_tiles) {
-      stage_tc<HD>(p, stages + (j % kStages) * Gm::kStageHalves, w.table,
-                   w.lo + (j + kStages) * kTcEntries, w.hi, koff);
+    if (j + kTcStages < n_tiles) {
+      stage_tc<HD>(p, stages + (j % kTcStages) * Gm::kStageHalves, w.table,
+                   w.lo + (j + kTcStages) * kTcEntries, w.hi, koff);
     }
     cp_async_commit();
   }
@@ -252,107 +170,29 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
     }
     if ((lane & 3) == 0) s_ml[warp * kTcRows + g] = make_float2(m[r] * kLn2, sum);
   }
-  if constexpr (kCluster > 0) {
-    finish_cluster<kTcRows, kCluster>(p, smem, smem + kAttnWarps * kTcRows * (HD + 2), w);
-  } else {
-    finish_block<kTcRows>(p, smem, w);
-  }
+  finish_block<kTcRows>(p, smem, w);
 }
 
-template <int HD, int kStages>
+template <int HD>
 void launch_attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p) {
-  using Gm = TcGeometry<HD, kStages>;
+  using Gm = TcGeometry<HD>;
   static const bool raised = [] {  // over 48 KB of dynamic shared memory, three blocks an SM
-    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kStages>,
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(Gm::kSmem)));
-    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kStages>,
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          int(cudaSharedmemCarveoutMaxShared)));
     return true;
   }();
   (void)raised;
-  launch(ctx.stream(), attention_tc_kernel<HD, kStages>, grid, kAttnWarps * 32, Gm::kSmem, p);
-}
-// The cluster form (finish_cluster) with kCluster splits a cluster and 4 stages in flight.
-// tc_cluster_fits: whether such clusters can be resident at all (else the default kernel runs).
-template <int HD, int kCluster>
-bool tc_cluster_fits() {
-  using Gm = TcGeometry<HD, 4, kCluster>;
-  auto* kernel = attention_tc_kernel<HD, 4, kCluster>;
-  static const bool fits = [&] {
-    CERA_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Gm::kSmem)));
-    if (kCluster > 8)
-      CERA_CUDA_CHECK(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 1;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = kCluster;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(1, 1, kCluster);
-    config.blockDim = kAttnWarps * 32;
-    config.dynamicSmemBytes = Gm::kSmem;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    int clusters = 0;
-    const bool ok =
-        cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0;
-    cudaGetLastError();  // a failed query leaves no error behind for the next launch
-    return ok;
-  }();
-  return fits;
-}
-template <int HD, int kCluster>
-void launch_attention_tc_cluster(CudaContext& ctx, dim3 grid, const AttnParams& p) {
-  using Gm = TcGeometry<HD, 4, kCluster>;
-  launch_clustered(ctx.stream(), attention_tc_kernel<HD, 4, kCluster>, grid, kAttnWarps * 32,
-                   Gm::kSmem, dim3(1, 1, kCluster), p);
-}
-template <int HD>
-void launch_attention_tc_cluster(CudaContext& ctx, dim3 grid, const AttnParams& p, int cluster) {
-  cluster == 16 ? launch_attention_tc_cluster<HD, 16>(ctx, grid, p)
-                : launch_attention_tc_cluster<HD, 8>(ctx, grid, p);
-}
-
-// CERA_CUDA_ATTN_STAGES=4: the 4-stage tensor-core kernel (an A/B switch; default 2).
-template <int HD>
-void launch_attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p) {
-  static const bool four = [] {
-    const char* e = std::getenv("CERA_CUDA_ATTN_STAGES");
-    return e != nullptr && std::atoi(e) == 4;
-  }();
-  four ? launch_attention_tc<HD, 4>(ctx, grid, p)
-       : launch_attention_tc<HD, kTcStages>(ctx, grid, p);
+  launch(ctx.stream(), attention_tc_kernel<HD>, grid, kAttnWarps * 32, Gm::kSmem, p);
 }
 
 }  // namespace
 
-// CERA_CUDA_ATTN_CLUSTER=8 or 16: decode launches on tensor cores take the cluster form with that
-// many context splits (an A/B switch, off by default: 0).
-int attention_cluster_env() {
-  static const int n = [] {
-    const char* e = std::getenv("CERA_CUDA_ATTN_CLUSTER");
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v == 8 || v == 16 ? v : 0;
-  }();
-  return n;
-}
-
-bool tc_cluster_fits(int head_dim, int cluster) {
-  if (head_dim == 64) return cluster == 16 ? tc_cluster_fits<64, 16>() : tc_cluster_fits<64, 8>();
-  return cluster == 16 ? tc_cluster_fits<128, 16>() : tc_cluster_fits<128, 8>();
-}
-
-void attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p, int head_dim, int cluster) {
-  if (cluster > 0) {
-    head_dim == 64 ? launch_attention_tc_cluster<64>(ctx, grid, p, cluster)
-                   : launch_attention_tc_cluster<128>(ctx, grid, p, cluster);
-  } else {
-    head_dim == 64 ? launch_attention_tc<64>(ctx, grid, p) : launch_attention_tc<128>(ctx, grid, p);
-  }
+void attention_tc(CudaContext& ctx, dim3 grid, const AttnParams& p, int head_dim) {
+  head_dim == 64 ? launch_attention_tc<64>(ctx, grid, p) : launch_attention_tc<128>(ctx, grid, p);
 }
 
 }  // namespace cera::ops::cuda::attn

@@ -8,7 +8,7 @@
 // scheduled. Only data no kernel writes (weights) may be touched before it: gemv prefetches its
 // weight rows to L2, the fused norm loads its weight vector. One exception, argued where it is
 // made: attention copies the cache rows of earlier steps, which the kernels still running
-// (the K/V store just before it) do not write (attention_common.cuh, fresh_row).
+// (the K/V store just before it) do not write (attention.cu, fresh_row).
 // A kernel launched without the attribute (cuBLAS's) makes the next one wait as usual.
 // CERA_CUDA_PDL=0 launches without the attribute (pdl_entry() then returns at once): for A/B runs.
 #pragma once
@@ -38,34 +38,19 @@ __device__ __forceinline__ void pdl_entry() {
 
 bool pdl_enabled();  // launch.cu
 
-// cluster: thread-block cluster dimensions (1, 1, 1: none).
 template <typename... Params, typename... Args>
-void launch_clustered(cudaStream_t stream, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                      dim3 cluster, Args&&... args) {
-  cudaLaunchAttribute attr[2];
-  unsigned n = 0;
-  if (pdl_enabled()) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (cluster.x * cluster.y * cluster.z > 1) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = cluster.x;
-    attr[n].val.clusterDim.y = cluster.y;
-    attr[n++].val.clusterDim.z = cluster.z;
-  }
+void launch(cudaStream_t stream, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attr;
-  config.numAttrs = n;
+  config.numAttrs = pdl_enabled() ? 1 : 0;
   CERA_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
-}
-template <typename... Params, typename... Args>
-void launch(cudaStream_t stream, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args&&... args) {
-  launch_clustered(stream, kernel, grid, block, smem, dim3(1, 1, 1), std::forward<Args>(args)...);
 }
 
 }  // namespace cera::ops::cuda
