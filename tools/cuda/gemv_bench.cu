@@ -37,7 +37,6 @@ namespace {
 
 constexpr double kRoofline = 4.3e12;  // bytes/s (PERFORMANCE.md)
 
-
 uint64_t align256(uint64_t x) { return (x + 255) & ~uint64_t{255}; }
 
 struct Shape { const char* name; int64_t n_in, n_out; };

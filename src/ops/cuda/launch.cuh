@@ -5,10 +5,11 @@
 // The contract, for every kernel launched with launch(): its first access to memory that an
 // earlier kernel writes (or reads, before overwriting it) comes after pdl_entry(), which waits
 // until the previous grid has completed and its writes are visible, then lets the next kernel be
-// scheduled. Only data no kernel writes (weights) may be touched before it: gemv prefetches its
-// weight rows to L2, the fused norm loads its weight vector. One exception, argued where it is
+// scheduled. Only data no kernel writes (weights, host-uploaded positions) may be touched before
+// it: gemv prefetches its weight rows to L2, the fused norm loads its weight vector, the RoPE
+// kernels compute their angles (rope_angles, act_quant.cuh). One exception, argued where it is
 // made: attention copies the cache rows of earlier steps, which the kernels still running
-// (the K/V store just before it) do not write (attention.cu, fresh_row).
+// (the K/V store just before it) do not write (attention_common.cuh, fresh_row).
 // A kernel launched without the attribute (cuBLAS's) makes the next one wait as usual.
 // CERA_CUDA_PDL=0 launches without the attribute (pdl_entry() then returns at once): for A/B runs.
 #pragma once
