@@ -2,6 +2,7 @@
 // safetensors + tokenizer files) or a llama2.c checkpoint (--llama2c CHECKPOINT --tokenizer TOK).
 #include <cstdio>
 
+#include "cleanup_on_signal.h"
 #include "commands.h"
 #include "convert/hf_convert.h"
 #include "convert/quantize.h"
@@ -35,6 +36,7 @@ void register_convert(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", opts->threads, "threads for conversion (default: all)");
   cmd->callback([opts] {
+    remove_partial_outputs_on_signal();
     if (!opts->hf_dir.empty() && !opts->llama2c.empty()) {
       throw CLI::ValidationError("convert", "give one source: HF_DIR or --llama2c");
     }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cleanup_on_signal.h"
 #include "commands.h"
 #include "convert/quantize.h"
 #include "convert/synth.h"
@@ -30,6 +31,7 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "random seed")->capture_default_str();
   cmd->add_option("-t,--threads", opts->threads, "threads (default: all)");
   cmd->callback([opts] {
+    remove_partial_outputs_on_signal();
     std::optional<convert::SynthArch> arch;
     if (!opts->arch.empty()) {
       arch = convert::synth_arch_from_name(opts->arch);

@@ -11,6 +11,7 @@
 #include "convert/hf_tokenizer.h"
 #include "convert/quantize.h"
 #include "convert/safetensors.h"
+#include "core/output_file.h"
 
 namespace cera::convert {
 
@@ -242,6 +243,11 @@ format::TensorFill make_fill(const Planned& t, DType type, const HfConfig& c, in
 
 Result<HfConvertReport> convert_hf(const HfConvertRequest& req, const format::WriteProgress& progress) {
   if (!is_output_type(req.type)) return invalid_argument("output type " + std::string(dtype_name(req.type)) + " is not supported");
+  // Every file of the checkpoint folder is an input the output must not replace.
+  std::vector<std::filesystem::path> inputs;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(req.dir, ec)) inputs.push_back(entry.path());
+  CERA_RETURN_IF_ERROR(check_output_path(req.output, inputs));  // before any work
   CERA_ASSIGN_OR_RETURN(const HfConfig config, read_hf_config(req.dir));
   CERA_ASSIGN_OR_RETURN(const SafetensorsCheckpoint ckpt, SafetensorsCheckpoint::open_dir(req.dir));
   HfConvertReport report;
@@ -276,7 +282,7 @@ Result<HfConvertReport> convert_hf(const HfConvertRequest& req, const format::Wr
     CERA_RETURN_IF_ERROR(w.add_tensor_fill({t.gguf_name, choice.dtype, shape}, make_fill(t, choice.dtype, config, req.n_threads)));
   }
   report.n_tensors = w.n_tensors();
-  CERA_RETURN_IF_ERROR(w.write(req.output, progress));
+  CERA_RETURN_IF_ERROR(w.write(req.output, progress, inputs));
   return report;
 }
 

@@ -4,10 +4,10 @@
 // get score -id (merge order) instead of llama.cpp's flat -1000, so SPM merging keeps its order.
 #include "convert/hf_tokenizer.h"
 
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
+
+#include "core/read_file.h"
 
 namespace cera::convert {
 namespace {
@@ -60,11 +60,8 @@ std::optional<std::string> token_text(const JsonValue* entry) {
 }
 
 Result<std::string> read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return io_error("cannot open '" + p.string() + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  constexpr uint64_t kMaxTokenizerFileBytes = 512ull << 20;  // real ones are a few tens of MB
+  return read_file(p, kMaxTokenizerFileBytes);
 }
 
 // Merges are "a b" strings (old format) or [a, b] pairs (tokenizers >= 0.20); spaces inside

@@ -8,6 +8,7 @@
 
 #include "convert/quantize.h"
 #include "convert/synth_layout.h"
+#include "core/output_file.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 
@@ -138,6 +139,9 @@ Result<SynthReport> synth_model(const SynthRequest& req, const format::WriteProg
                             synth_arch_name(*req.arch));
   }
   if (!is_output_type(req.type)) return invalid_argument("type " + std::string(dtype_name(req.type)) + " cannot be written");
+  std::vector<std::filesystem::path> inputs;
+  if (!req.vocab_from.empty()) inputs.push_back(req.vocab_from);
+  CERA_RETURN_IF_ERROR(check_output_path(req.output, inputs));  // before any work
   format::GgufWriter w;
   SynthReport report;
   const std::string arch = synth_arch_name(s->arch);
@@ -175,7 +179,7 @@ Result<SynthReport> synth_model(const SynthRequest& req, const format::WriteProg
                               }, threads}, out);
     }));
   }
-  CERA_RETURN_IF_ERROR(w.write(req.output, progress));
+  CERA_RETURN_IF_ERROR(w.write(req.output, progress, inputs));
   return report;
 }
 

@@ -9,10 +9,14 @@
 #include <cstring>
 #include <utility>
 
+#include "core/read_file.h"
+
 namespace cera {
 
 Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever before fstat could
+  // refuse it. It has no effect on reading a regular file through the map.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return io_error("cannot open '" + path.string() + "': " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -22,7 +26,8 @@ Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return invalid_argument("'" + path.string() + "' is not a regular file");
+    return invalid_argument("'" + path.string() + "' is " + file_type_name(st.st_mode) +
+                            ", not a regular file (model and checkpoint files are memory-mapped)");
   }
   MappedFile file;
   file.size_ = static_cast<uint64_t>(st.st_size);

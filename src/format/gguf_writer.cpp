@@ -2,9 +2,10 @@
 #include "format/gguf_writer.h"
 
 #include <cstdio>
-#include <fstream>
+#include <span>
 
 #include "core/check.h"
+#include "core/output_file.h"
 
 namespace cera::format {
 namespace {
@@ -167,46 +168,30 @@ std::vector<std::byte> GgufWriter::to_bytes() const {
   return out;
 }
 
-Status GgufWriter::write(const std::filesystem::path& path, const WriteProgress& progress) const {
-  const std::filesystem::path tmp = path.string() + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return io_error("cannot create '" + tmp.string() + "'");
-    const std::vector<std::byte> header = header_bytes();
-    out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
-    uint64_t pos = 0;
-    const std::vector<char> zeros(alignment_, 0);
-    std::vector<std::byte> scratch;  // one filled tensor at a time
-    for (const Tensor& t : tensors_) {
-      auto data = data_of(t, scratch);
-      if (!data.ok()) {
-        out.close();
-        std::error_code ec;
-        std::filesystem::remove(tmp, ec);
-        return data.status();
-      }
-      out.write(zeros.data(), static_cast<std::streamsize>(t.offset - pos));
-      // Large tensors go out in chunks so progress moves and the OS can flush as we go.
-      constexpr uint64_t kChunk = 64ull << 20;
-      for (uint64_t done = 0; done < data->size(); done += kChunk) {
-        const uint64_t n = std::min<uint64_t>(kChunk, data->size() - done);
-        out.write(reinterpret_cast<const char*>(data->data() + done), static_cast<std::streamsize>(n));
-        if (progress) progress(t.offset + done + n, data_size_);
-      }
-      pos = t.offset + data->size();
+Status GgufWriter::write(const std::filesystem::path& path, const WriteProgress& progress,
+                         std::span<const std::filesystem::path> inputs) const {
+  // OutputFile refuses devices and the inputs, and removes its temporary file on every return
+  // below that is not the commit.
+  CERA_ASSIGN_OR_RETURN(OutputFile out, OutputFile::create(path, inputs));
+  CERA_RETURN_IF_ERROR(out.write(std::span<const std::byte>(header_bytes())));
+  uint64_t pos = 0;
+  const std::vector<std::byte> zeros(alignment_, std::byte{0});
+  auto pad = [&](uint64_t n) { return out.write(std::span(zeros).first(n)); };
+  std::vector<std::byte> scratch;  // one filled tensor at a time
+  for (const Tensor& t : tensors_) {
+    CERA_ASSIGN_OR_RETURN(std::span<const std::byte> data, data_of(t, scratch));
+    CERA_RETURN_IF_ERROR(pad(t.offset - pos));
+    // Large tensors go out in chunks so progress moves and the OS can flush as we go.
+    constexpr uint64_t kChunk = 64ull << 20;
+    for (uint64_t done = 0; done < data.size(); done += kChunk) {
+      const uint64_t n = std::min<uint64_t>(kChunk, data.size() - done);
+      CERA_RETURN_IF_ERROR(out.write(data.subspan(done, n)));
+      if (progress) progress(t.offset + done + n, data_size_);
     }
-    out.write(zeros.data(), static_cast<std::streamsize>(data_size_ - pos));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return io_error("writing '" + tmp.string() + "' failed (disk full?)");
-    }
+    pos = t.offset + data.size();
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return io_error("cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
-  return {};
+  CERA_RETURN_IF_ERROR(pad(data_size_ - pos));
+  return out.commit();
 }
 
 }  // namespace cera::format

@@ -2,7 +2,7 @@
 // order; tensor data is owned, a view into memory that outlives write(), or produced by a fill
 // callback only when that tensor is written (so converting an 8B model holds one tensor at a
 // time). write() goes to a temporary file renamed into place, so a failed conversion never leaves
-// a half file.
+// a half file and never replaces what it reads.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +52,10 @@ class GgufWriter {
   Status add_tensor_fill(GgufTensorSpec spec, TensorFill fill);
   size_t n_tensors() const { return tensors_.size(); }
 
-  Status write(const std::filesystem::path& path, const WriteProgress& progress = {}) const;
+  // Writes the file through OutputFile (core/output_file.h): `path` must not be a device or one of
+  // `inputs`, and a failure leaves no partial file.
+  Status write(const std::filesystem::path& path, const WriteProgress& progress = {},
+               std::span<const std::filesystem::path> inputs = {}) const;
   std::vector<std::byte> to_bytes() const;
 
  private:

@@ -4,8 +4,8 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+
+#include "core/read_file.h"
 
 namespace cera::format {
 
@@ -366,11 +366,10 @@ class Parser {
 Result<JsonValue> parse_json(std::string_view text) { return Parser(text).document(); }
 
 Result<JsonValue> read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot open '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto v = parse_json(ss.str());
+  // The largest JSON files of a checkpoint are tokenizer.json files of a few tens of MB.
+  constexpr uint64_t kMaxJsonBytes = 512ull << 20;
+  CERA_ASSIGN_OR_RETURN(std::string text, read_file(path, kMaxJsonBytes));
+  auto v = parse_json(text);
   if (!v.ok()) return v.status().with_context(path);
   return v;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/mapped_file.h"
+#include "core/output_file.h"
 
 namespace cera::format {
 namespace {
@@ -93,6 +94,8 @@ Result<std::vector<Token>> read_tokenizer(const std::filesystem::path& path, int
 }  // namespace
 
 Status convert_llama2c(const Llama2cConvert& request, const WriteProgress& progress) {
+  const std::filesystem::path inputs[] = {request.checkpoint, request.tokenizer};
+  CERA_RETURN_IF_ERROR(check_output_path(request.output, inputs));  // before any work
   auto map = MappedFile::open(request.checkpoint);
   if (!map.ok()) return map.status();
   const std::string where = request.checkpoint.string();
@@ -184,7 +187,7 @@ Status convert_llama2c(const Llama2cConvert& request, const WriteProgress& progr
   }
   CERA_RETURN_IF_ERROR(add("output_norm.weight", {dim}, output_norm));
   if (!c.shared_classifier) CERA_RETURN_IF_ERROR(add("output.weight", {dim, vocab}, take(vocab * dim)));
-  return w.write(request.output, progress);
+  return w.write(request.output, progress, inputs);
 }
 
 }  // namespace cera::format
