@@ -141,9 +141,12 @@ void Session::reset() {
 }
 
 Status Session::append_text(std::string_view text, bool add_bos, bool parse_special) {
-  tokenizer::EncodeOptions enc;
-  enc.add_special = add_bos && tokens_.empty() && !pending_;
-  enc.parse_special = parse_special;
+  return append_text(text, {.add_special = add_bos, .parse_special = parse_special});
+}
+
+Status Session::append_text(std::string_view text, const tokenizer::EncodeOptions& options) {
+  tokenizer::EncodeOptions enc = options;
+  enc.add_special = options.add_special && tokens_.empty() && !pending_;
   const std::vector<int32_t> ids = tokenizer_.encode(text, enc);
   return append_tokens(ids);
 }

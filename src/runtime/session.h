@@ -77,6 +77,9 @@ class Session {
   // Tokenizes and evaluates text. BOS is added when add_bos and the history is empty;
   // parse_special makes special-token texts in `text` into their ids.
   Status append_text(std::string_view text, bool add_bos, bool parse_special = false);
+  // Same with the tokenizer's options (e.g. plain ranges of a rendered chat prompt); add_special
+  // applies only while the history is empty.
+  Status append_text(std::string_view text, const tokenizer::EncodeOptions& options);
   // Evaluates tokens. With all_logits, logits of every position are kept ([n_vocab] each) and
   // returned by all_logits(); otherwise only the last position's.
   Status append_tokens(std::span<const int32_t> tokens, bool all_logits = false);

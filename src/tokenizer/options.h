@@ -2,7 +2,17 @@
 // path wants: no special tokens added or parsed, control tokens invisible in text.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
 namespace cera::tokenizer {
+
+// Bytes [offset, offset + length) of an input text.
+struct TextRange {
+  uint32_t offset = 0;
+  uint32_t length = 0;
+  friend bool operator==(const TextRange&, const TextRange&) = default;
+};
 
 struct EncodeOptions {
   // Add BOS / EOS (and BERT's [CLS] ... [SEP]) where the vocabulary's add_*_token flags say so.
@@ -10,6 +20,11 @@ struct EncodeOptions {
   // Match the texts of control and unknown tokens ("<s>", "<|im_end|>") in the input and emit
   // their ids. User-defined tokens are matched either way, as the reference tokenizers do.
   bool parse_special = false;
+  // With parse_special: parts of the input that are text from someone other than the caller
+  // (a chat message inside a rendered template) where control-token texts are NOT matched, so
+  // "<|im_start|>" typed by a user is tokenized as the characters it is. Sorted by offset and
+  // disjoint; a control-token text that overlaps any of them stays text.
+  std::span<const TextRange> plain_ranges;
 };
 
 struct DecodeOptions {

@@ -24,8 +24,20 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab) {
   std::sort(user_defined_.begin(), user_defined_.end(), longer);
 }
 
+namespace {
+
+// Whether bytes [begin, begin + n) overlap one of the sorted, disjoint ranges.
+bool overlaps(std::span<const TextRange> ranges, size_t begin, size_t n) {
+  // The first range that ends after `begin`.
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                             [](size_t pos, const TextRange& r) { return pos < size_t{r.offset} + r.length; });
+  return it != ranges.end() && it->offset < begin + n;
+}
+
+}  // namespace
+
 void SpecialTokenMatcher::partition(const Vocab& vocab, std::string_view text, bool parse_special,
-                                    std::vector<Fragment>& out) const {
+                                    std::span<const TextRange> plain, std::vector<Fragment>& out) const {
   out.clear();
   if (text.empty()) return;
   out.push_back({kNoToken, 0, static_cast<uint32_t>(text.size())});
@@ -38,6 +50,7 @@ void SpecialTokenMatcher::partition(const Vocab& vocab, std::string_view text, b
   std::vector<Fragment> next;
   for (int32_t id : candidates) {
     const std::string_view needle = vocab.text(id);
+    const bool guarded = !plain.empty() && vocab.type(id) != TokenType::kUserDefined;
     if (!present.test(static_cast<unsigned char>(needle[0])) || needle.size() > text.size()) continue;
     bool found_any = false;
     next.clear();
@@ -47,13 +60,14 @@ void SpecialTokenMatcher::partition(const Vocab& vocab, std::string_view text, b
         continue;
       }
       const std::string_view body = text.substr(f.offset, f.length);
-      size_t at = 0;
-      for (size_t hit = body.find(needle); hit != std::string_view::npos;
-           hit = body.find(needle, at)) {
+      size_t at = 0;  // start of the text not yet emitted
+      for (size_t hit = body.find(needle); hit != std::string_view::npos; hit = body.find(needle, hit + 1)) {
+        if (guarded && overlaps(plain, f.offset + hit, needle.size())) continue;
         found_any = true;
         if (hit > at) next.push_back({kNoToken, f.offset + static_cast<uint32_t>(at), static_cast<uint32_t>(hit - at)});
         next.push_back({id, 0, 0});
         at = hit + needle.size();
+        hit = at - 1;  // the next search starts after this match
       }
       if (at < body.size()) {
         next.push_back({kNoToken, f.offset + static_cast<uint32_t>(at), static_cast<uint32_t>(body.size() - at)});

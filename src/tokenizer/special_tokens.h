@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/options.h"
 #include "tokenizer/vocab.h"
 
 namespace cera::tokenizer {
@@ -23,9 +25,11 @@ class SpecialTokenMatcher {
  public:
   explicit SpecialTokenMatcher(const Vocab& vocab);
 
-  // Replaces `out` with the fragments of `text` in order. Precondition: text.size() < 4 GiB.
+  // Replaces `out` with the fragments of `text` in order. Control and unknown tokens are
+  // matched only with parse_special and never across `plain` (EncodeOptions::plain_ranges).
+  // Precondition: text.size() < 4 GiB.
   void partition(const Vocab& vocab, std::string_view text, bool parse_special,
-                 std::vector<Fragment>& out) const;
+                 std::span<const TextRange> plain, std::vector<Fragment>& out) const;
 
  private:
   std::vector<int32_t> all_;           // control, unknown and user-defined; longest text first

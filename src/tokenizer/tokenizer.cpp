@@ -64,7 +64,7 @@ void Tokenizer::encode(std::string_view text, const EncodeOptions& options,
   }
 
   std::vector<Fragment> fragments;
-  s.special.partition(vocab, text, options.parse_special, fragments);
+  s.special.partition(vocab, text, options.parse_special, options.plain_ranges, fragments);
   bool after_special = true;  // SPM puts its space prefix at the start and after special tokens
   for (const Fragment& f : fragments) {
     if (f.token != kNoToken) {
@@ -111,6 +111,16 @@ std::string_view Tokenizer::token_text(int32_t id) const {
 }
 
 int32_t Tokenizer::n_vocab() const { return state_->vocab.n_tokens(); }
+
+std::vector<std::string_view> Tokenizer::control_texts() const {
+  const Vocab& vocab = state_->vocab;
+  std::vector<std::string_view> out;
+  for (int32_t id = 0; id < vocab.n_tokens(); ++id) {
+    const TokenType t = vocab.type(id);
+    if ((t == TokenType::kControl || t == TokenType::kUnknown) && !vocab.text(id).empty()) out.push_back(vocab.text(id));
+  }
+  return out;
+}
 ModelKind Tokenizer::kind() const { return state_->vocab.kind(); }
 int32_t Tokenizer::bos() const {
   const SpecialIds& ids = state_->vocab.special();

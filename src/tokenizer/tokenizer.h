@@ -39,6 +39,9 @@ class Tokenizer {
   std::string_view token_text(int32_t id) const;
 
   int32_t n_vocab() const;
+  // The texts that EncodeOptions::parse_special turns into control (or unknown) token ids, such
+  // as "<|im_start|>" and "<s>": what text from a stranger must not be allowed to produce.
+  std::vector<std::string_view> control_texts() const;
   ModelKind kind() const;
   int32_t bos() const;  // kNoToken when the vocabulary has none
   int32_t eos() const;

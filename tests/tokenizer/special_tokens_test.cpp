@@ -45,6 +45,25 @@ TEST(SpecialTokens, UserDefinedAlwaysMatched) {
   EXPECT_EQ(tok->encode("<u><u>"), (Ids{263, 263}));
 }
 
+TEST(SpecialTokens, PlainRangesKeepControlTextsAsText) {
+  auto tok = make();
+  ASSERT_TRUE(tok.ok());
+  // "<ctl>a<ctl>a<u>": the middle <ctl> (bytes 6..11) and the <u> are in a plain range.
+  const std::string text = "<ctl>a<ctl>a<u>";
+  const TextRange plain[] = {{6, 9}};
+  const Ids ids = tok->encode(text, {.parse_special = true, .plain_ranges = plain});
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 261), 1);  // only the first <ctl> is a token
+  EXPECT_EQ(ids.front(), 261);
+  EXPECT_EQ(ids.back(), 263);  // user-defined tokens are matched in plain text, as without parsing
+  EXPECT_EQ(tok->decode(ids, {.render_special = true}), text);
+  // A control text that only overlaps a plain range stays text too.
+  const TextRange edge[] = {{10, 1}};
+  const Ids e = tok->encode(text, {.parse_special = true, .plain_ranges = edge});
+  EXPECT_EQ(std::count(e.begin(), e.end(), 261), 1);
+  // Without parse_special the ranges change nothing.
+  EXPECT_EQ(tok->encode(text, {.plain_ranges = plain}), tok->encode(text));
+}
+
 TEST(SpecialTokens, TokenPieces) {
   auto tok = make();
   ASSERT_TRUE(tok.ok());

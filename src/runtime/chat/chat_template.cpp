@@ -5,6 +5,7 @@
 #include "runtime/chat/builtin_templates.h"
 
 #include "runtime/chat/builtins.h"
+#include "runtime/chat/content_guard.h"
 #include "runtime/chat/evaluator.h"
 #include "runtime/chat/lexer.h"
 #include "runtime/chat/parser.h"
@@ -78,6 +79,26 @@ Result<std::string> ChatTemplate::render(const ChatContext& context) const {
   std::string out;
   CERA_RETURN_IF_ERROR(evaluator.render(parsed_->body, out));
   return out;
+}
+
+Result<RenderedPrompt> ChatTemplate::render_prompt(const ChatContext& context,
+                                                   const tokenizer::Tokenizer& tokenizer) const {
+  if (context.special_tokens_in_content) {
+    CERA_ASSIGN_OR_RETURN(std::string text, render(context));
+    return RenderedPrompt{.text = std::move(text), .plain = {}};
+  }
+  const std::vector<std::string_view> controls = tokenizer.control_texts();
+  const std::string_view trusted[] = {source_, context.bos_token, context.eos_token};
+  const Value extra(context.extra);
+  const Value* untrusted[] = {&context.messages, &context.tools, &extra};
+  const ContentGuard guard(controls, trusted, untrusted);
+  ChatContext protected_context = context;
+  protected_context.messages = guard.protect(context.messages);
+  protected_context.tools = guard.protect(context.tools);
+  protected_context.extra = guard.protect(extra).as_object();
+  CERA_ASSIGN_OR_RETURN(std::string text, render(protected_context));
+  ContentGuard::Restored r = guard.restore(text);
+  return RenderedPrompt{.text = std::move(r.text), .plain = std::move(r.plain)};
 }
 
 Result<ChatTemplate> chat_template_from_gguf(const format::GgufFile& file) {

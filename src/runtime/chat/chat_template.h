@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "format/gguf.h"
 #include "runtime/chat/value.h"
@@ -23,6 +24,16 @@ struct ChatContext {
   std::string eos_token;
   Object extra;                // extra template variables: enable_thinking, documents, ...
   std::optional<std::tm> now;  // the local time strftime_now() formats; unset: the current time
+  // render_prompt: whether control-token texts inside messages, tools and extra variables may
+  // become control tokens. Off by default: only the template's own text (and bos/eos) may.
+  bool special_tokens_in_content = false;
+};
+
+// A rendered prompt ready for the tokenizer: encode `text` with parse_special and plain_ranges
+// = `plain`, the places where the caller's strings held control-token texts.
+struct RenderedPrompt {
+  std::string text;
+  std::vector<tokenizer::TextRange> plain;
 };
 
 class ChatTemplate {
@@ -34,6 +45,10 @@ class ChatTemplate {
   // add_generation_prompt, bos_token, eos_token, then `extra` (which may override them).
   // Thread-safe: rendering does not modify the template.
   Result<std::string> render(const ChatContext& context) const;
+  // Renders for the model: like render(), but control-token texts of `tokenizer` inside the
+  // caller's strings are reported as plain ranges (unless special_tokens_in_content), so that
+  // a message cannot forge the template's structure (content_guard.h).
+  Result<RenderedPrompt> render_prompt(const ChatContext& context, const tokenizer::Tokenizer& tokenizer) const;
 
   const std::string& source() const { return source_; }
 
