@@ -80,6 +80,10 @@ Result<BpeEncoder> BpeEncoder::from_gguf(const format::GgufFile& file, const Voc
     // A later duplicate of a pair never wins against the lower rank already stored.
     enc.merges_.emplace(pair_key(l, r), Merge{static_cast<int32_t>(i), id});
   }
+  Scratch scratch;
+  enc.encode_word(vocab, "\xEF\xBF\xBD", scratch, enc.replacement_);
+  // A vocabulary without U+FFFD's bytes falls back to its unknown token, if it has one.
+  if (enc.replacement_.empty() && vocab.special().unk != kNoToken) enc.replacement_.push_back(vocab.special().unk);
   return enc;
 }
 
@@ -94,7 +98,11 @@ void BpeEncoder::encode_word(const Vocab& vocab, std::string_view word, Scratch&
   if (word.empty()) return;
   if (word.size() == 1) {
     const int32_t id = byte_token_[static_cast<unsigned char>(word[0])];
-    if (id != kNoToken) out.push_back(id);
+    if (id != kNoToken) {
+      out.push_back(id);
+    } else {
+      out.insert(out.end(), replacement_.begin(), replacement_.end());
+    }
     return;
   }
   if (ignore_merges_) {
@@ -143,9 +151,15 @@ void BpeEncoder::encode_word(const Vocab& vocab, std::string_view word, Scratch&
     try_add(top.left, l.next);
   }
 
-  // A byte whose mapped character is not in the vocabulary is dropped, as the reference does.
+  // A byte whose mapped character is not in the vocabulary (never merged: merges need tokens on
+  // both sides) becomes U+FFFD.
   for (int32_t i = 0; i != -1; i = symbols[static_cast<size_t>(i)].next) {
-    if (symbols[static_cast<size_t>(i)].id != kNoToken) out.push_back(symbols[static_cast<size_t>(i)].id);
+    const int32_t id = symbols[static_cast<size_t>(i)].id;
+    if (id != kNoToken) {
+      out.push_back(id);
+    } else {
+      out.insert(out.end(), replacement_.begin(), replacement_.end());
+    }
   }
 }
 

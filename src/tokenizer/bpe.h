@@ -25,7 +25,8 @@ class BpeEncoder {
   PreTokenizer pre_tokenizer() const { return pre_; }
   size_t n_merges() const { return merges_.size(); }
 
-  // Appends the ids of `text` to `out`. Thread-safe (no shared mutable state).
+  // Appends the ids of `text` to `out`. Invalid UTF-8 keeps its bytes' tokens; a byte the
+  // vocabulary has no token for becomes U+FFFD's tokens. Thread-safe (no shared mutable state).
   void encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) const;
 
  private:
@@ -44,6 +45,10 @@ class BpeEncoder {
   bool ignore_merges_ = false;
   std::array<int32_t, 256> byte_token_{};  // the token of each byte's mapped character
   std::unordered_map<uint64_t, Merge> merges_;
+  // The ids of U+FFFD, written for a byte whose mapped character has no token (bytes that never
+  // occur in valid UTF-8, such as 0xFF, are missing from many vocabularies): such a byte is
+  // replaced, as llama.cpp does, instead of vanishing from the input.
+  std::vector<int32_t> replacement_;
 };
 
 }  // namespace cera::tokenizer
