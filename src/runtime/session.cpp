@@ -154,11 +154,13 @@ Status Session::append_text(std::string_view text, const tokenizer::EncodeOption
 Status Session::append_tokens(std::span<const int32_t> tokens, bool all_logits) {
   CERA_RETURN_IF_ERROR(flush_pending());
   const bool first = tokens_.empty();
+  std::vector<int32_t> storage;
+  CERA_ASSIGN_OR_RETURN(const std::span<const int32_t> fitted, fit_append(tokens, all_logits, storage));
   const auto t0 = Clock::now();
-  CERA_RETURN_IF_ERROR(evaluate(tokens, all_logits));
+  CERA_RETURN_IF_ERROR(evaluate(fitted, all_logits));
   model_->backend().synchronize();  // device work is asynchronous: the timing must include it
   stats_.prompt_seconds += seconds_since(t0);
-  stats_.n_prompt_tokens += static_cast<int64_t>(tokens.size());
+  stats_.n_prompt_tokens += static_cast<int64_t>(fitted.size());
   if (first) {
     n_keep_ = options_.n_keep < 0 ? static_cast<int32_t>(tokens_.size()) : std::min<int32_t>(options_.n_keep, n_ctx_ / 2);
   }
@@ -170,6 +172,51 @@ Status Session::flush_pending() {
   const int32_t token = *pending_;
   pending_.reset();
   return evaluate({&token, 1}, false);
+}
+
+Result<std::span<const int32_t>> Session::fit_append(std::span<const int32_t> tokens, bool all_logits,
+                                                    std::vector<int32_t>& storage) {
+  const int64_t len = cache_.length(seq_);
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (len + n <= n_ctx_) return tokens;
+  const int64_t keep = std::min<int64_t>(n_keep_, len);  // what a shift of the history keeps
+  const std::string sizes = std::to_string(n) + " tokens";
+  if (n <= n_ctx_ - keep) {
+    if (!options_.context_shift) {
+      return out_of_range("context is full: the " + std::to_string(len) + " tokens in it and " + sizes +
+                          " more exceed the context size of " + std::to_string(n_ctx_) +
+                          " tokens; use a larger context or allow context shifts");
+    }
+    // One shift for the whole append: llama.cpp's half of the unkept history, or more if needed.
+    const int64_t discard = std::max((len - keep) / 2, len + n - n_ctx_);
+    const auto k = static_cast<int32_t>(keep), d = static_cast<int32_t>(discard);
+    if (!cache_.can_shift(seq_, k, d)) {
+      return out_of_range("context shift keeping " + std::to_string(keep) + " of " + std::to_string(len) +
+                          " tokens: the sliding-window layers no longer hold the kept tokens near the new end");
+    }
+    cache_.shift(seq_, k, d);
+    tokens_.erase(tokens_.begin() + k, tokens_.begin() + k + d);
+    ++stats_.n_context_shifts;
+    return tokens;
+  }
+  const int32_t n_train = model_->hparams().n_ctx_train;
+  std::string why = (len == 0 ? "the prompt is " + sizes : "the new text is " + sizes + " (with " + std::to_string(keep) +
+                                                               " kept tokens of the conversation)") +
+                    ", longer than the context of " + std::to_string(n_ctx_) + " tokens";
+  if (n_train > n_ctx_) why += " (the model was trained with " + std::to_string(n_train) + ")";
+  if (len > 0 || all_logits || !options_.truncate_long_prompt) {
+    return out_of_range(why + ": use a larger context" +
+                        (len > 0 || all_logits ? std::string() : std::string(", or let long prompts be truncated")) +
+                        ", or shorten the text");
+  }
+  // Truncation of a first prompt: its head (n_keep tokens, at least BOS) and its tail.
+  int64_t head = std::clamp<int64_t>(options_.n_keep, 0, n_ctx_ / 2);
+  if (head == 0 && tokens[0] == tokenizer_.bos()) head = 1;
+  const int64_t tail = std::max<int64_t>(1, (n_ctx_ - head) / 2);
+  storage.assign(tokens.begin(), tokens.begin() + head);
+  storage.insert(storage.end(), tokens.end() - tail, tokens.end());
+  stats_.n_prompt_tokens_dropped += n - head - tail;
+  return std::span<const int32_t>(storage);
 }
 
 Status Session::make_room(int32_t n_tokens) {

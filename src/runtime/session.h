@@ -34,6 +34,10 @@ struct SessionOptions {
   int32_t n_batch = 512;       // tokens per forward() while processing a prompt
   int32_t n_keep = 0;          // tokens kept at the start on a context shift (-1: the whole first append)
   bool context_shift = true;   // false: a full context ends generation with kContextFull
+  // A first prompt longer than the context: false refuses it (the error says the lengths);
+  // true keeps its first n_keep tokens (at least BOS) and its last (n_ctx - those) / 2 tokens,
+  // dropping the middle as llama-server does, so half the context is left for generation.
+  bool truncate_long_prompt = false;
   int32_t kv_block_size = 16;
   DType kv_type = DType::kF32;  // KV cache rows, F32 or F16 (api::Engine::new_session sets its own)
   DecodePipeline pipeline = DecodePipeline::kAuto;  // only for samplers with Sampler::argmax_only
@@ -57,6 +61,7 @@ struct SessionStats {
   int64_t n_generated_tokens = 0;
   double generation_seconds = 0;
   int64_t n_context_shifts = 0;
+  int64_t n_prompt_tokens_dropped = 0;  // by truncate_long_prompt
 };
 
 struct GenerateResult {
@@ -122,6 +127,11 @@ class Session {
   Status forward_chunk(const Chunk& chunk);
   Status flush_pending();
   Status make_room(int32_t n_tokens);
+  // Makes room for a whole append before any of it is evaluated (one context shift, or the
+  // truncation of a long first prompt), so that the outcome never depends on n_batch. Returns
+  // the tokens to evaluate: `tokens`, or a truncated copy held in `storage`.
+  Result<std::span<const int32_t>> fit_append(std::span<const int32_t> tokens, bool all_logits,
+                                              std::vector<int32_t>& storage);
 
   // Generation's loop; `pipelined`: greedy steps are queued ahead (SessionOptions::pipeline).
   Status generate_loop(const GenerateOptions& options, Sampler& sampler, bool pipelined, GenerateResult& result,
