@@ -11,11 +11,16 @@
 #include <random>
 #include <thread>
 
+#include "arg_checks.h"
 #include "membw.h"
 #include "model_options.h"
+#include "output.h"
 
 namespace cera::cli {
 namespace {
+
+// -p, -n and -d each: their sum (the context) stays far inside int32.
+constexpr int64_t kMaxBenchTokens = int64_t{1} << 24;
 
 struct BenchOptions {
   ModelOptions model;
@@ -71,7 +76,17 @@ void bench(const BenchOptions& o) {
       {.n_ctx = ctx,
        .n_batch = o.model.batch,
        .context_shift = false,
-       .pipeline = o.pipeline ? runtime::DecodePipeline::kAuto : runtime::DecodePipeline::kOff});
+       .pipeline = o.pipeline ? runtime::DecodePipeline::kAuto : runtime::DecodePipeline::kOff},
+      "-d, -p or -n");
+  const format::GgufFile& f = engine->file();
+  uint64_t params = 0;
+  for (const auto& t : f.tensors()) params += t.n_elements();
+  // The header first, flushed: a stdout that cannot be written stops the bench before it runs.
+  stdout_print("model: {} ({}, {:.2f} GiB, {:.1f} M parameters)\nbackend: {}, kv cache {}\n", o.model.model,
+               f.get_or<std::string>("general.name", "?").value_or("?"), f.file_size() / 1073741824.0, params / 1e6,
+               engine->backend().name(), dtype_name(engine->kv_type()));
+  stdout_flush();
+  fail_if_stdout_failed();
   std::mt19937 rng(42);
   auto random_tokens = [&](int n) {
     std::vector<int32_t> t(n);
@@ -108,37 +123,32 @@ void bench(const BenchOptions& o) {
       if (r > 0) tg.push_back(o.n_gen / s);
     }
   }
-  const format::GgufFile& f = engine->file();
-  uint64_t params = 0;
-  for (const auto& t : f.tensors()) params += t.n_elements();
   const model::HParams& hp = engine->model().hparams();
   const double gb_per_token = decode_bytes(f, hp) / 1e9;
   const int threads = o.model.threads > 0 ? o.model.threads : static_cast<int>(std::thread::hardware_concurrency());
   const bool measure = o.membw && o.roofline_gbs <= 0;
   const double membw = o.roofline_gbs > 0 ? o.roofline_gbs : measure ? measure_read_bandwidth_gbs(threads) : 0.0;
-  fmt::print("model: {} ({}, {:.2f} GiB, {:.1f} M parameters)\nbackend: {}, kv cache {}\n", o.model.model,
-             f.get_or<std::string>("general.name", "?").value_or("?"), f.file_size() / 1073741824.0, params / 1e6,
-             engine->backend().name(), dtype_name(engine->kv_type()));
-  if (measure) fmt::print("measured memory read bandwidth: {:.1f} GB/s ({} threads)\n", membw, threads);
-  if (o.roofline_gbs > 0) fmt::print("roofline: {:.1f} GB/s (--roofline-gbs)\n", membw);
-  fmt::print("\n| {:<14} | {:>6} | {:>10} | {:>10} | {:>10} | {:>14} |\n", "test", "depth", "t/s median", "p10", "p90",
+  if (measure) stdout_print("measured memory read bandwidth: {:.1f} GB/s ({} threads)\n", membw, threads);
+  if (o.roofline_gbs > 0) stdout_print("roofline: {:.1f} GB/s (--roofline-gbs)\n", membw);
+  stdout_print("\n| {:<14} | {:>6} | {:>10} | {:>10} | {:>10} | {:>14} |\n", "test", "depth", "t/s median", "p10", "p90",
              "weights GB/s");
-  fmt::print("|{:-<16}|{:->8}|{:->12}|{:->12}|{:->12}|{:->16}|\n", "", "", "", "", "", "");
+  stdout_print("|{:-<16}|{:->8}|{:->12}|{:->12}|{:->12}|{:->16}|\n", "", "", "", "", "", "");
   if (!pp.empty()) {
     const Summary s = summarize(pp);
-    fmt::print("| {:<14} | {:>6} | {:>10.2f} | {:>10.2f} | {:>10.2f} | {:>14} |\n", fmt::format("pp{}", o.n_prompt),
+    stdout_print("| {:<14} | {:>6} | {:>10.2f} | {:>10.2f} | {:>10.2f} | {:>14} |\n", fmt::format("pp{}", o.n_prompt),
                o.depth, s.median, s.p10, s.p90, "-");
   }
   if (!tg.empty()) {
     const Summary s = summarize(tg);
     const double gbs = s.median * gb_per_token;
     const std::string share = membw > 0 ? fmt::format("{:.1f} ({:.0f}%)", gbs, 100.0 * gbs / membw) : fmt::format("{:.1f}", gbs);
-    fmt::print("| {:<14} | {:>6} | {:>10.2f} | {:>10.2f} | {:>10.2f} | {:>14} |\n", fmt::format("tg{}", o.n_gen),
+    stdout_print("| {:<14} | {:>6} | {:>10.2f} | {:>10.2f} | {:>10.2f} | {:>14} |\n", fmt::format("tg{}", o.n_gen),
                o.depth, s.median, s.p10, s.p90, share);
   }
-  fmt::print("\n{} repetitions after one warm-up; tg reads {:.1f} MB of weights per token", o.reps, gb_per_token * 1e3);
-  if (hp.n_expert > 0) fmt::print(" ({} of {} experts per layer)", hp.n_expert_used, hp.n_expert);
-  fmt::print("\n");
+  stdout_print("\n{} repetitions after one warm-up; tg reads {:.1f} MB of weights per token", o.reps, gb_per_token * 1e3);
+  if (hp.n_expert > 0) stdout_print(" ({} of {} experts per layer)", hp.n_expert_used, hp.n_expert);
+  stdout_print("\n");
+  fail_if_stdout_failed();  // main's final flush catches what is still buffered
 }
 
 }  // namespace
@@ -147,16 +157,17 @@ void register_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Measure prompt and generation speed");
   auto o = std::make_shared<BenchOptions>();
   add_model_options(cmd, o->model);
-  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens (0: skip)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens (0: skip)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("-r,--repetitions", o->reps, "repetitions")->check(CLI::PositiveNumber);
-  cmd->add_option("-d,--depth", o->depth, "tokens already in the context")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens (0: skip)")
+      ->check(int_range(0, kMaxBenchTokens, "0: skip"));
+  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens (0: skip)")->check(int_range(0, kMaxBenchTokens, "0: skip"));
+  cmd->add_option("-r,--repetitions", o->reps, "repetitions")->check(int_range(1, 100000));
+  cmd->add_option("-d,--depth", o->depth, "tokens already in the context")->check(int_range(0, kMaxBenchTokens));
   cmd->add_flag("!--no-membw", o->membw, "skip measuring memory bandwidth");
   cmd->add_flag("!--no-pipeline", o->pipeline,
                 "generation reads each token back before queuing the next step (A/B of the pipelined decode)");
   cmd->add_option("--roofline-gbs", o->roofline_gbs,
                   "memory bandwidth (GB/s) to report the share of, instead of measuring the host's (e.g. 4300: H200)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(real_range({.lo = 0, .hi = 1e6}, "0: measure the host's"));
   cmd->callback([o] { bench(*o); });
 }
 

@@ -1,7 +1,8 @@
 // `cera chat`: an interactive conversation rendered with the model's own chat template. The KV
 // cache persists across turns: each turn evaluates only the text the template appended since
 // the last turn (the per-reply stderr line shows how many tokens that was). Ctrl-C stops a reply;
-// a second Ctrl-C at the prompt leaves. Works on a pipe too: one message per input line.
+// a second Ctrl-C at the prompt leaves. Works on a pipe too: one message per input line, each at
+// most --max-input-mb MiB. A failed write to stdout stops the reply and the chat (status 1).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -11,8 +12,12 @@
 #include <csignal>
 #include <cstdio>
 
+#include "arg_checks.h"
 #include "model_options.h"
+#include "output.h"
 #include "runtime/chat/conversation.h"
+#include "sampling_options.h"
+#include "text_input.h"
 
 namespace cera::cli {
 namespace {
@@ -21,8 +26,9 @@ struct ChatOptions {
   ModelOptions model;
   std::string system;
   std::string first_message;  // sent before any input is read (-p)
-  int n_predict = 1024;
-  runtime::SamplingParams sampling;
+  int n_predict = 1024;  // -1: no limit
+  SamplingOptions sampling;
+  int64_t max_input_mib = kDefaultMaxInputMiB;
 };
 
 std::atomic<runtime::Session*> g_generating{nullptr};
@@ -39,10 +45,11 @@ void on_sigint(int) {
   }
 }
 
-enum class ReadResult { kLine, kEof, kInterrupted };
+enum class ReadResult { kLine, kEof, kInterrupted, kTooLong };
 
-// One line from stdin, waiting on stdin and the Ctrl-C pipe together.
-ReadResult read_line(std::string& line) {
+// One line from stdin, waiting on stdin and the Ctrl-C pipe together; kTooLong once the line
+// passes max_bytes (stdin may be /dev/zero: nothing bounds a line but this).
+ReadResult read_line(std::string& line, uint64_t max_bytes) {
   line.clear();
   char c = 0;
   while (true) {
@@ -59,6 +66,7 @@ ReadResult read_line(std::string& line) {
     const ssize_t n = ::read(STDIN_FILENO, &c, 1);
     if (n == 1) {
       if (c == '\n') return ReadResult::kLine;
+      if (line.size() >= max_bytes) return ReadResult::kTooLong;
       line += c;
     } else if (n == 0) {
       return line.empty() ? ReadResult::kEof : ReadResult::kLine;
@@ -69,17 +77,14 @@ ReadResult read_line(std::string& line) {
 }
 
 // A message: one line; a line ending in '\' continues on the next; """ opens and closes a block.
-ReadResult read_message(bool interactive, std::string& message) {
+ReadResult read_message(bool interactive, uint64_t max_bytes, std::string& message) {
   message.clear();
   std::string line;
   bool block = false;
   bool first = true;
   while (true) {
-    if (interactive) {
-      std::fputs(first ? "> " : ". ", stdout);
-      std::fflush(stdout);
-    }
-    const ReadResult r = read_line(line);
+    if (interactive && !stdout_write(first ? "> " : ". ", /*flush=*/true)) return ReadResult::kEof;
+    const ReadResult r = read_line(line, max_bytes - std::min<uint64_t>(message.size(), max_bytes));
     if (r != ReadResult::kLine)
       return (r == ReadResult::kEof && !message.empty()) ? ReadResult::kLine : r;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -109,6 +114,7 @@ class ChatLoop {
  public:
   ChatLoop(const ChatOptions& o, api::Engine& engine, runtime::chat::ChatTemplate tmpl)
       : options_(o), engine_(engine), conversation_(std::move(tmpl), base_context(engine)) {
+    sampling_ = resolve_sampling("chat", o.sampling);  // once: a --seed -1 is drawn for the whole chat
     // n_keep = -1: the first append of a conversation is the system part, kept on context shifts.
     session_ = new_session_or_exit(
         "chat", engine,
@@ -124,18 +130,20 @@ class ChatLoop {
                  session_->kv_bytes().total() / 1048576.0);
     }
     if (!options_.first_message.empty()) {
-      if (interactive) fmt::print("> {}\n", options_.first_message);
+      if (interactive) stdout_print("> {}\n", options_.first_message);
       turn(options_.first_message);
     }
     std::string message;
     bool interrupted_once = false;
-    while (true) {
-      const ReadResult r = read_message(interactive, message);
+    const uint64_t max_bytes = static_cast<uint64_t>(options_.max_input_mib) << 20;
+    while (stdout_ok()) {
+      const ReadResult r = read_message(interactive, max_bytes, message);
       if (r == ReadResult::kEof) break;
+      if (r == ReadResult::kTooLong) fail("chat", input_too_long("a message on stdin", options_.max_input_mib));
       if (r == ReadResult::kInterrupted) {
         if (interrupted_once) break;
         interrupted_once = true;
-        std::fputs("\n(Ctrl-C again or /quit to leave)\n", stdout);
+        stdout_write("\n(Ctrl-C again or /quit to leave)\n", /*flush=*/true);
         continue;
       }
       interrupted_once = false;
@@ -146,7 +154,8 @@ class ChatLoop {
       }
       turn(message);
     }
-    if (interactive) std::fputc('\n', stdout);
+    if (interactive) stdout_write("\n", /*flush=*/true);
+    fail_if_stdout_failed();
   }
 
  private:
@@ -237,15 +246,15 @@ class ChatLoop {
     const int64_t n_prompt = session_->stats().n_prompt_tokens - before.n_prompt_tokens;
     const double prompt_s = session_->stats().prompt_seconds - before.prompt_seconds;
     g_generating.store(session_.get());
-    auto result =
-        session_->generate({.max_tokens = options_.n_predict, .sampling = options_.sampling},
-                           [](std::string_view piece) {
-                             std::fwrite(piece.data(), 1, piece.size(), stdout);
-                             std::fflush(stdout);
-                           });
+    runtime::Session* generating = session_.get();
+    auto result = session_->generate(
+        {.max_tokens = options_.n_predict < 0 ? kInt32Max : options_.n_predict, .sampling = sampling_},
+        [generating](std::string_view piece) {
+          if (!stdout_write(piece, /*flush=*/true)) generating->cancel();
+        });
     g_generating.store(nullptr);
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
+    stdout_write("\n", /*flush=*/true);
+    fail_if_stdout_failed();  // the reply is lost: the chat cannot go on
     if (!result.ok()) {
       fmt::print(stderr, "cera chat: {}; conversation cleared\n", result.status().to_string());
       restart();
@@ -267,6 +276,7 @@ class ChatLoop {
   const ChatOptions& options_;
   api::Engine& engine_;
   runtime::chat::Conversation conversation_;
+  runtime::SamplingParams sampling_;  // the seed decided once (--seed -1) for the whole chat
   std::unique_ptr<runtime::Session> session_;
   int n_turns_ = 0;
 };
@@ -298,18 +308,12 @@ void register_chat(CLI::App& app) {
   add_model_options(cmd, o->model);
   cmd->add_option("--system", o->system, "system prompt");
   cmd->add_option("-p,--prompt", o->first_message, "a first message, sent before reading input");
-  cmd->add_option("-n,--n-predict", o->n_predict, "most tokens per reply")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--temp", o->sampling.temperature, "temperature (0: greedy)");
-  cmd->add_option("--top-k", o->sampling.top_k, "top-k (0: off)");
-  cmd->add_option("--top-p", o->sampling.top_p, "top-p (1: off)");
-  cmd->add_option("--min-p", o->sampling.min_p, "min-p (0: off)");
-  cmd->add_option("--repeat-penalty", o->sampling.repeat_penalty, "repetition penalty (1: off)");
-  cmd->add_option("--repeat-last-n", o->sampling.penalty_last_n,
-                  "tokens the penalties look back over");
-  cmd->add_option("--frequency-penalty", o->sampling.frequency_penalty, "frequency penalty");
-  cmd->add_option("--presence-penalty", o->sampling.presence_penalty, "presence penalty");
-  cmd->add_option("--seed", o->sampling.seed, "random seed (same seed, same text)");
+  cmd->add_option("-n,--n-predict", o->n_predict, "most tokens per reply (-1: until an end-of-generation token)")
+      ->check(CLI::Validator(
+          [](std::string& text) { return text == "-1" ? std::string() : int_range(1, kInt32Max, "-1: no limit")(text); },
+          "-1 | INT in [1, 2147483647]"));
+  add_sampling_options(cmd, o->sampling);
+  add_max_input_option(cmd, o->max_input_mib);
   cmd->callback([o] { run_chat(*o); });
 }
 

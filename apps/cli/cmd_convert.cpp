@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cleanup_on_signal.h"
+#include "arg_checks.h"
 #include "commands.h"
 #include "convert/hf_convert.h"
 #include "convert/quantize.h"
@@ -34,7 +35,7 @@ void register_convert(CLI::App& app) {
   cmd->add_option("--name", opts->name, "general.name (default: the checkpoint's folder or file name)");
   cmd->add_option("--type", opts->type, "matrix type for HF_DIR: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", opts->threads, "threads for conversion (default: all)");
+  cmd->add_option("-t,--threads", opts->threads, "threads for conversion (default: all)")->check(threads_range());
   cmd->callback([opts] {
     remove_partial_outputs_on_signal();
     if (!opts->hf_dir.empty() && !opts->llama2c.empty()) {

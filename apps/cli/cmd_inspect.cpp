@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "format/gguf.h"
+#include "output.h"
 
 namespace cera::cli {
 namespace {
@@ -97,15 +98,15 @@ struct TypeTotal {
 };
 
 void print_text(const std::string& path, const GgufFile& f) {
-  fmt::print("{}\n", path);
-  fmt::print("GGUF v{}, {} metadata keys, {} tensors, alignment {}, data at byte {}, file {}\n\n",
+  stdout_print("{}\n", path);
+  stdout_print("GGUF v{}, {} metadata keys, {} tensors, alignment {}, data at byte {}, file {}\n\n",
              f.version(), f.metadata().size(), f.tensors().size(), f.alignment(), f.data_offset(),
              human_bytes(f.file_size()));
   size_t key_width = 3;
   for (const auto& kv : f.metadata()) key_width = std::max(key_width, kv.key.size());
-  fmt::print("Metadata\n");
+  stdout_print("Metadata\n");
   for (const auto& kv : f.metadata()) {
-    fmt::print("  {:<{}}  {:<7}  {}\n", kv.key, key_width, format::gguf_type_name(kv.value.type()),
+    stdout_print("  {:<{}}  {:<7}  {}\n", kv.key, key_width, format::gguf_type_name(kv.value.type()),
                value_text(kv.value));
   }
   std::map<DType, TypeTotal> totals;
@@ -113,9 +114,9 @@ void print_text(const std::string& path, const GgufFile& f) {
   if (!f.tensors().empty()) {
     size_t name_width = 4;
     for (const auto& t : f.tensors()) name_width = std::max(name_width, t.name.size());
-    fmt::print("\nTensors\n  {:<{}}  {:<7}  {:<22}  {:>12}\n", "name", name_width, "type", "shape", "bytes");
+    stdout_print("\nTensors\n  {:<{}}  {:<7}  {:<22}  {:>12}\n", "name", name_width, "type", "shape", "bytes");
     for (const auto& t : f.tensors()) {
-      fmt::print("  {:<{}}  {:<7}  {:<22}  {:>12}\n", t.name, name_width, dtype_name(t.dtype),
+      stdout_print("  {:<{}}  {:<7}  {:<22}  {:>12}\n", t.name, name_width, dtype_name(t.dtype),
                  shape_text(t.shape), t.n_bytes);
       TypeTotal& tt = totals[t.dtype];
       ++tt.tensors;
@@ -123,18 +124,18 @@ void print_text(const std::string& path, const GgufFile& f) {
       tt.bytes += t.n_bytes;
       params += t.n_elements();
     }
-    fmt::print("\nTotals by type\n  {:<7}  {:>7}  {:>14}  {:>11}  {:>9}\n", "type", "tensors", "parameters",
+    stdout_print("\nTotals by type\n  {:<7}  {:>7}  {:>14}  {:>11}  {:>9}\n", "type", "tensors", "parameters",
                "bytes", "bits/w");
     uint64_t bytes = 0;
     for (const auto& [dtype, tt] : totals) {
-      fmt::print("  {:<7}  {:>7}  {:>14}  {:>11}  {:>9.3f}\n", dtype_name(dtype), tt.tensors, tt.params,
+      stdout_print("  {:<7}  {:>7}  {:>14}  {:>11}  {:>9.3f}\n", dtype_name(dtype), tt.tensors, tt.params,
                  human_bytes(tt.bytes), 8.0 * tt.bytes / tt.params);
       bytes += tt.bytes;
     }
-    fmt::print("  {:<7}  {:>7}  {:>14}  {:>11}  {:>9.3f}\n", "all", f.tensors().size(), params,
+    stdout_print("  {:<7}  {:>7}  {:>14}  {:>11}  {:>9.3f}\n", "all", f.tensors().size(), params,
                human_bytes(bytes), 8.0 * bytes / params);
   }
-  fmt::print("\nParameters: {} ({})\n", human_count(params), params);
+  stdout_print("\nParameters: {} ({})\n", human_count(params), params);
 }
 
 void print_json(const std::string& path, const GgufFile& f) {
@@ -166,7 +167,9 @@ void print_json(const std::string& path, const GgufFile& f) {
   }
   j["totals_by_type"] = by_type;
   j["parameters"] = params;
-  fmt::print("{}\n", j.dump(2));
+  // GGUF strings are meant to be UTF-8 but nothing enforces it: error_handler_t::replace writes
+  // each invalid byte as U+FFFD (the JSON stays valid; the default handler throws).
+  stdout_print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace
@@ -185,6 +188,7 @@ void register_inspect(CLI::App& app) {
     }
     if (*json) print_json(*path, *file);
     else print_text(*path, *file);
+    fail_if_stdout_failed();  // main's final flush catches what is still buffered
   });
 }
 

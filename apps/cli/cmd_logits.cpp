@@ -1,14 +1,21 @@
 // `cera logits`: the model's next-token distribution at every prompt position, top K each;
 // --dump writes every logit (float32, [n_tokens][n_vocab]) for comparisons against a reference.
+// The prompt must fit the context: -c, or the model's training context when -c is 0 (the session
+// itself holds only the prompt's tokens then, so a long training context costs no memory).
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <numeric>
-#include <sstream>
 
+#include "arg_checks.h"
 #include "model_options.h"
+#include "output.h"
+#include "text_input.h"
 
 namespace cera::cli {
 namespace {
@@ -24,6 +31,61 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+// Whitespace-separated decimal token ids; a word that is not one is an error naming it.
+Result<std::vector<int32_t>> parse_ids(const std::string& path, const std::string& text, int32_t n_vocab) {
+  std::vector<int32_t> ids;
+  size_t at = 0;
+  while (true) {
+    at = text.find_first_not_of(" \t\r\n\v\f", at);
+    if (at == std::string::npos) break;
+    const size_t end = std::min(text.find_first_of(" \t\r\n\v\f", at), text.size());
+    const std::string_view word(text.data() + at, end - at);
+    int64_t id = -1;
+    const auto r = std::from_chars(word.data(), word.data() + word.size(), id);
+    if (r.ec != std::errc() || r.ptr != word.data() + word.size()) {
+      return invalid_argument(fmt::format("'{}': '{}' at byte {} is not a token id", path,
+                                          printable(word.substr(0, 40)), at));
+    }
+    if (id < 0 || id >= n_vocab) {
+      return invalid_argument(fmt::format("'{}': token id {} is outside the vocabulary (0 to {})", path, id, n_vocab - 1));
+    }
+    ids.push_back(static_cast<int32_t>(id));
+    at = end;
+  }
+  return ids;
+}
+
+// The dump path may be a new file or an existing regular file, never a device, a directory or
+// the model itself (which is mapped: truncating it would crash this very process).
+Status check_dump_path(const std::string& dump, const std::string& model) {
+  struct stat st {};
+  if (::stat(dump.c_str(), &st) != 0) return {};  // a new file; open() reports a bad folder
+  if (!S_ISREG(st.st_mode)) {
+    return invalid_argument(fmt::format("--dump '{}' exists and is not a regular file: give a file path", dump));
+  }
+  struct stat m {};
+  if (::stat(model.c_str(), &m) == 0 && m.st_dev == st.st_dev && m.st_ino == st.st_ino) {
+    return invalid_argument(fmt::format("--dump '{}' is the model file: give another path", dump));
+  }
+  return {};
+}
+
+Status write_dump(const std::string& path, std::span<const float> logits) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return io_error(fmt::format("--dump: cannot open '{}': {}", path, std::strerror(errno)));
+  errno = 0;
+  const bool written = std::fwrite(logits.data(), sizeof(float), logits.size(), f) == logits.size();
+  const int write_errno = errno;
+  const bool flushed = std::fflush(f) == 0;
+  const int flush_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !flushed || !closed) {
+    const int err = !written ? write_errno : !flushed ? flush_errno : errno;
+    return io_error(fmt::format("--dump: cannot write '{}': {}", path, err != 0 ? std::strerror(err) : "write error"));
+  }
+  return {};
+}
+
 }  // namespace
 
 void register_logits(CLI::App& app) {
@@ -35,54 +97,72 @@ void register_logits(CLI::App& app) {
     std::string dump;
     int top = 5;
     bool no_bos = false;
+    int64_t max_input_mib = kDefaultMaxInputMiB;
   };
   auto o = std::make_shared<Options>();
   add_model_options(cmd, o->model);
   auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "prompt text");
-  auto* ids = cmd->add_option("--ids-file", o->ids_file, "read token ids (whitespace separated) instead of text")
-                  ->check(CLI::ExistingFile);
+  auto* ids = cmd->add_option("--ids-file", o->ids_file, "read token ids (whitespace separated) instead of text");
   prompt->excludes(ids);
+  add_max_input_option(cmd, o->max_input_mib);
   cmd->add_option("--dump", o->dump, "write all logits as float32 [n_tokens][n_vocab] to this file");
-  cmd->add_option("--top", o->top, "candidates shown per position")->check(CLI::PositiveNumber);
+  cmd->add_option("--top", o->top, "candidates shown per position")->check(int_range(1, kInt32Max));
   cmd->add_flag("--no-bos", o->no_bos, "do not add BOS");
   cmd->callback([o] {
+    if (!o->dump.empty()) {
+      if (Status st = check_dump_path(o->dump, o->model.model); !st.ok()) fail("logits", st);
+    }
+    std::string ids_text;
+    if (!o->ids_file.empty()) {
+      auto text = read_text_input("logits", o->ids_file, o->max_input_mib);
+      if (!text.ok()) fail("logits", text.status());
+      ids_text = std::move(text).value();
+    }
     auto engine = load_engine_or_exit("logits", o->model);
     const tokenizer::Tokenizer& tok = engine->tokenizer();
     std::vector<int32_t> ids;
     if (!o->ids_file.empty()) {
-      std::ifstream in(o->ids_file);
-      for (int64_t id; in >> id;) {
-        if (id < 0 || id >= tok.n_vocab()) fail("logits", invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary"));
-        ids.push_back(static_cast<int32_t>(id));
-      }
+      auto parsed = parse_ids(o->ids_file, ids_text, tok.n_vocab());
+      if (!parsed.ok()) fail("logits", parsed.status());
+      ids = std::move(parsed).value();
     } else {
       ids = tok.encode(o->prompt, {.add_special = !o->no_bos, .parse_special = false});
     }
     if (ids.empty()) fail("logits", invalid_argument("the prompt has no tokens"));
-    const int32_t ctx = std::max<int32_t>(o->model.ctx, static_cast<int32_t>(ids.size()));
+    const int32_t n_ctx_train = engine->model().hparams().n_ctx_train;
+    const int64_t limit = o->model.ctx > 0 ? o->model.ctx : n_ctx_train;
+    if (static_cast<int64_t>(ids.size()) > limit) {
+      fail("logits", out_of_range(fmt::format(
+                         "the prompt has {} tokens but the context holds {} ({}): give -c {} or more, or a shorter "
+                         "prompt",
+                         ids.size(), limit,
+                         o->model.ctx > 0 ? "-c" : fmt::format("the model's training context; -c sets another"),
+                         ids.size())));
+    }
+    const auto ctx = static_cast<int32_t>(o->model.ctx > 0 ? o->model.ctx : static_cast<int64_t>(ids.size()));
     auto session = new_session_or_exit("logits", *engine, {.n_ctx = ctx, .n_batch = o->model.batch, .context_shift = false});
     if (Status st = session->append_tokens(ids, true); !st.ok()) fail("logits", st);
     const auto logits = session->all_logits();
     const int32_t n_vocab = engine->model().hparams().n_vocab;
     if (!o->dump.empty()) {
-      std::ofstream out(o->dump, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size_bytes()));
-      if (!out) fail("logits", io_error("cannot write '" + o->dump + "'"));
+      if (Status st = write_dump(o->dump, logits); !st.ok()) fail("logits", st);
       fmt::print(stderr, "wrote {} x {} logits to {}\n", ids.size(), n_vocab, o->dump);
       return;
     }
     const int k = std::min(o->top, n_vocab);
     std::vector<int32_t> order(n_vocab);
+    std::string line;
     for (size_t pos = 0; pos < ids.size(); ++pos) {
       const float* row = logits.data() + pos * n_vocab;
       std::iota(order.begin(), order.end(), 0);
       std::partial_sort(order.begin(), order.begin() + k, order.end(),
                         [row](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-      fmt::print("{:4d} {:6d} {:<16}", pos, ids[pos], "'" + printable(tok.token_text(ids[pos])) + "'");
+      line = fmt::format("{:4d} {:6d} {:<16}", pos, ids[pos], "'" + printable(tok.token_text(ids[pos])) + "'");
       for (int i = 0; i < k; ++i) {
-        fmt::print("  {}:'{}'={:.4f}", order[i], printable(tok.token_text(order[i])), row[order[i]]);
+        line += fmt::format("  {}:'{}'={:.4f}", order[i], printable(tok.token_text(order[i])), row[order[i]]);
       }
-      fmt::print("\n");
+      line += '\n';
+      if (!stdout_write(line)) fail_if_stdout_failed();  // stops at the first failed row
     }
   });
 }

@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "arg_checks.h"
 #include "commands.h"
 #include "core/dtype.h"
+#include "output.h"
 #include "quant/quant.h"
 
 namespace cera::cli {
@@ -83,15 +85,16 @@ void run(const QuantErrorOptions& opts) {
   std::vector<float> x(static_cast<size_t>(opts.n));
   for (float& v : x) v = normal(rng);
 
-  fmt::print("round-trip error on {} normal(0, 1) values, seed {}\n\n", opts.n, opts.seed);
-  fmt::print("{:<6} {:>11} {:>12} {:>12} {:>10}\n", "type", "bits/weight", "RMSE", "max |err|",
+  stdout_print("round-trip error on {} normal(0, 1) values, seed {}\n\n", opts.n, opts.seed);
+  stdout_print("{:<6} {:>11} {:>12} {:>12} {:>10}\n", "type", "bits/weight", "RMSE", "max |err|",
              "rel RMSE");
   for (DType type : types) {
     const DTypeTraits& t = dtype_traits(type);
     const ErrorStats s = measure(type, x);
     const double bits = 8.0 * t.type_size / t.block_size;
-    fmt::print("{:<6} {:>11.4f} {:>12.4e} {:>12.4e} {:>9.4f}%\n", t.name, bits, s.rmse, s.max_abs,
+    stdout_print("{:<6} {:>11.4f} {:>12.4e} {:>12.4e} {:>9.4f}%\n", t.name, bits, s.rmse, s.max_abs,
                100.0 * s.rmse / s.rms_input);
+    fail_if_stdout_failed();
   }
 }
 
@@ -101,7 +104,9 @@ void register_quant_error(CLI::App& app) {
   auto opts = std::make_shared<QuantErrorOptions>();
   CLI::App* cmd = app.add_subcommand(
       "quant-error", "Round-trip error of each quantizer on random normal data (a table)");
-  cmd->add_option("--n", opts->n, "Number of values, a multiple of 256")->capture_default_str();
+  cmd->add_option("--n", opts->n, "Number of values, a multiple of 256")
+      ->capture_default_str()
+      ->check(int_range(kQK_K, int64_t{1} << 30, "a multiple of 256"));
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
   cmd->add_option("--type", opts->type, "Only this type (e.g. Q4_K); default: every quantizer");
   cmd->callback([opts] { run(*opts); });

@@ -1,13 +1,17 @@
-// `cera run`: complete a prompt, streaming text to stdout and timings to stderr.
+// `cera run`: complete a prompt, streaming text to stdout and timings to stderr. Ctrl-C stops the
+// generation: the text so far and the timings are still written, and the exit status is 130 (as
+// for a process a shell saw killed by SIGINT). A failed write to stdout also stops it (status 1).
 #include <fmt/format.h>
 
 #include <csignal>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
+#include "arg_checks.h"
 #include "model_options.h"
+#include "output.h"
 #include "runtime/chat/chat_template.h"
+#include "sampling_options.h"
+#include "text_input.h"
 
 namespace cera::cli {
 namespace {
@@ -16,9 +20,10 @@ struct RunOptions {
   ModelOptions model;
   std::string prompt;
   std::string prompt_file;
-  int n_predict = 128;
-  runtime::SamplingParams sampling;
+  int n_predict = 128;  // -1: no limit
+  SamplingOptions sampling;
   int n_keep = 0;
+  int64_t max_input_mib = kDefaultMaxInputMiB;
   bool ignore_eos = false;
   bool no_bos = false;
   bool special = false;
@@ -36,15 +41,20 @@ void on_sigint(int) {
 void run(const RunOptions& o) {
   std::string prompt = o.prompt;
   if (!o.prompt_file.empty()) {
-    std::ifstream in(o.prompt_file, std::ios::binary);
-    if (!in) fail("run", io_error("cannot read '" + o.prompt_file + "'"));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    prompt = ss.str();
+    auto text = read_text_input("run", o.prompt_file, o.max_input_mib);
+    if (!text.ok()) fail("run", text.status());
+    prompt = std::move(text).value();
   }
+  const runtime::SamplingParams sampling = resolve_sampling("run", o.sampling);
   auto engine = load_engine_or_exit("run", o.model);
   auto session = new_session_or_exit(
       "run", *engine, {.n_ctx = o.model.ctx, .n_batch = o.model.batch, .n_keep = o.n_keep, .context_shift = true});
+  // The session keeps at most half the context on a shift: more is not what was asked for.
+  if (o.n_keep > session->n_ctx() / 2) {
+    fail("run", invalid_argument(fmt::format("--n-keep {}: must be from -1 to {} (half the context of {} tokens; "
+                                             "-1: the whole prompt): lower it or raise -c",
+                                             o.n_keep, session->n_ctx() / 2, session->n_ctx())));
+  }
   const bool add_bos = !o.no_bos;  // BOS (and EOS) as the vocabulary's add_*_token flags say
   Status st;
   if (prompt.empty()) {
@@ -71,19 +81,20 @@ void run(const RunOptions& o) {
   if (!st.ok()) fail("run", st);
   g_running = session.get();
   std::signal(SIGINT, on_sigint);
-  auto result = session->generate({.max_tokens = o.n_predict,
-                                   .sampling = o.sampling,
+  runtime::Session* running = session.get();
+  auto result = session->generate({.max_tokens = o.n_predict < 0 ? kInt32Max : o.n_predict,
+                                   .sampling = sampling,
                                    .stop = o.stop,
                                    .stop_at_end_of_generation = !o.ignore_eos},
-                                  [](std::string_view piece) {
-                                    std::fwrite(piece.data(), 1, piece.size(), stdout);
-                                    std::fflush(stdout);
+                                  [running](std::string_view piece) {
+                                    if (!stdout_write(piece, /*flush=*/true)) running->cancel();
                                   });
   g_running = nullptr;
   std::signal(SIGINT, SIG_DFL);
+  fail_if_stdout_failed();  // its message is printed; the timings would describe a lost text
   if (!result.ok()) fail("run", result.status());
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
+  stdout_write("\n", /*flush=*/true);
+  fail_if_stdout_failed();
   const runtime::SessionStats& s = session->stats();
   fmt::print(stderr, "\n{}\nload:       {:8.1f} ms\nprompt:     {:8.1f} ms for {:5d} tokens ({:8.2f} tokens/s)\n"
              "generation: {:8.1f} ms for {:5d} tokens ({:8.2f} tokens/s), stopped by {}\n",
@@ -94,6 +105,7 @@ void run(const RunOptions& o) {
   fmt::print(stderr, "KV cache:   {:8.1f} MiB for {} tokens (full-length layers {:.1f} MiB, sliding-window rings {:.1f} MiB)\n",
              kv.total() / 1048576.0, session->n_ctx(), kv.full / 1048576.0, kv.ring / 1048576.0);
   if (s.n_context_shifts > 0) fmt::print(stderr, "context shifts: {}\n", s.n_context_shifts);
+  if (result->reason == runtime::StopReason::kCancelled) throw CLI::RuntimeError(130);  // Ctrl-C
 }
 
 }  // namespace
@@ -102,19 +114,17 @@ void register_run(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Complete a prompt and stream the text");
   auto o = std::make_shared<RunOptions>();
   add_model_options(cmd, o->model);
-  cmd->add_option("-p,--prompt", o->prompt, "prompt text (empty: start from BOS)");
-  cmd->add_option("-f,--file", o->prompt_file, "read the prompt from a file")->check(CLI::ExistingFile);
-  cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temp", o->sampling.temperature, "temperature (0: greedy)");
-  cmd->add_option("--top-k", o->sampling.top_k, "top-k (0: off)");
-  cmd->add_option("--top-p", o->sampling.top_p, "top-p (1: off)");
-  cmd->add_option("--min-p", o->sampling.min_p, "min-p (0: off)");
-  cmd->add_option("--repeat-penalty", o->sampling.repeat_penalty, "repetition penalty (1: off)");
-  cmd->add_option("--repeat-last-n", o->sampling.penalty_last_n, "tokens the penalties look back over");
-  cmd->add_option("--frequency-penalty", o->sampling.frequency_penalty, "frequency penalty");
-  cmd->add_option("--presence-penalty", o->sampling.presence_penalty, "presence penalty");
-  cmd->add_option("--seed", o->sampling.seed, "random seed (same seed, same text)");
-  cmd->add_option("--n-keep", o->n_keep, "tokens kept at the start on a context shift (-1: the prompt)");
+  auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "prompt text (empty: start from BOS)");
+  auto* file = cmd->add_option("-f,--file", o->prompt_file,
+                               "read the prompt from a file (a pipe or FIFO too: -f <(cmd), -f /dev/stdin)");
+  prompt->excludes(file);
+  file->excludes(prompt);
+  add_max_input_option(cmd, o->max_input_mib);
+  cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until an end-of-generation token)")
+      ->check(int_range(-1, kInt32Max, "-1: no limit"));
+  add_sampling_options(cmd, o->sampling);
+  cmd->add_option("--n-keep", o->n_keep, "tokens kept at the start on a context shift (-1: the prompt)")
+      ->check(int_range(-1, kInt32Max, "-1: the whole prompt; at most half the context"));
   cmd->add_option("--stop", o->stop, "stop before this string (repeatable)");
   cmd->add_flag("--no-bos", o->no_bos, "do not add BOS even if the vocabulary asks for it");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "generate all -n tokens, past end-of-generation tokens");

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cleanup_on_signal.h"
+#include "arg_checks.h"
 #include "commands.h"
 #include "convert/quantize.h"
 #include "convert/synth.h"
@@ -29,7 +30,7 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--vocab-from", opts->vocab_from, "GGUF whose tokenizer.* keys (and vocabulary size) to use")
       ->check(CLI::ExistingFile);
   cmd->add_option("--seed", opts->seed, "random seed")->capture_default_str();
-  cmd->add_option("-t,--threads", opts->threads, "threads (default: all)");
+  cmd->add_option("-t,--threads", opts->threads, "threads (default: all)")->check(threads_range());
   cmd->callback([opts] {
     remove_partial_outputs_on_signal();
     std::optional<convert::SynthArch> arch;

@@ -4,13 +4,13 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "commands.h"
 #include "format/gguf.h"
+#include "output.h"
+#include "text_input.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode/unicode.h"
 
@@ -24,6 +24,7 @@ struct TokenizeOptions {
   bool ids = false;
   bool bos = false;
   bool special = false;
+  int64_t max_input_mib = kDefaultMaxInputMiB;
 };
 
 [[noreturn]] void fail(const std::string& message) {
@@ -65,11 +66,9 @@ void append_escaped(std::string_view piece, std::string& out) {
 void run(const TokenizeOptions& opts) {
   std::string text = opts.prompt;
   if (!opts.file.empty()) {
-    std::ifstream in(opts.file, std::ios::binary);
-    if (!in) fail("cannot read '" + opts.file + "'");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    auto read = read_text_input("tokenize", opts.file, opts.max_input_mib);
+    if (!read.ok()) fail(read.status().to_string());
+    text = std::move(read).value();
   }
   auto file = format::GgufFile::open(opts.model);
   if (!file.ok()) fail(file.status().to_string());  // the reader names the path
@@ -95,7 +94,8 @@ void run(const TokenizeOptions& opts) {
       out += '\n';
     }
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  stdout_write(out);
+  fail_if_stdout_failed();  // main's final flush catches what is still buffered
 }
 
 }  // namespace
@@ -108,6 +108,7 @@ void register_tokenize(CLI::App& app) {
   auto* file = cmd->add_option("--file", opts->file, "Read the text from this file (bytes as is)");
   prompt->excludes(file);
   file->excludes(prompt);
+  add_max_input_option(cmd, opts->max_input_mib);
   cmd->add_flag("--ids", opts->ids, "Print only the ids, space-separated on one line");
   cmd->add_flag("--bos", opts->bos,
                 "Add BOS/EOS (BERT: [CLS]/[SEP]) as the vocabulary's add_*_token flags say");

@@ -1,18 +1,34 @@
 #include "model_options.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 
+#include "arg_checks.h"
 #include "progress.h"
 
 namespace cera::cli {
+namespace {
+
+uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1ull << 30); }
+
+}  // namespace
 
 void add_model_options(CLI::App* cmd, ModelOptions& opts) {
   cmd->add_option("-m,--model", opts.model, "GGUF model file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--device", opts.device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  cmd->add_option("-t,--threads", opts.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("-c,--ctx-size", opts.ctx, "context size in tokens (0: the model's)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("-b,--batch-size", opts.batch, "prompt tokens per forward pass")->check(CLI::PositiveNumber);
+  cmd->add_option("-t,--threads", opts.threads, "CPU threads (0: all cores)")->check(threads_range());
+  cmd->add_option("-c,--ctx-size", opts.ctx, "context size in tokens (0: the model's)")
+      ->check(int_range(0, kInt32Max, "0: the model's training context"));
+  cmd->add_option("-b,--batch-size", opts.batch, "prompt tokens per forward pass")->check(int_range(1, kMaxBatch));
   cmd->add_option("--kv-type", opts.kv_type,
                   "KV cache element type: f16 (half the memory), f32 or auto (f16 on cuda, where it is the "
                   "faster one; f32 on the cpu, where the accuracy results are made)")
@@ -29,6 +45,12 @@ void fail(const char* command, const Status& status) {
 }
 
 std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const ModelOptions& opts) {
+  if (opts.threads > cores()) {
+    fmt::print(stderr,
+               "cera {}: warning: --threads {} is more than the {} cores this process may use; more threads than "
+               "cores usually make generation slower\n",
+               command, opts.threads, cores());
+  }
   ProgressBar bar("loading " + std::filesystem::path(opts.model).filename().string());
   auto engine = api::Engine::load({.model_path = opts.model,
                                    .device = *api::device_choice_from_name(opts.device),
@@ -42,9 +64,27 @@ std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const Mode
 }
 
 std::unique_ptr<runtime::Session> new_session_or_exit(const char* command, api::Engine& engine,
-                                                      const runtime::SessionOptions& options) {
+                                                      const runtime::SessionOptions& options, const char* ctx_option) {
+  const int64_t n_ctx = engine.session_n_ctx(options);
+  const int32_t n_ctx_train = engine.model().hparams().n_ctx_train;
+  const uint64_t kv = engine.kv_cache_bytes(options);
+  const std::string context =
+      fmt::format("a context of {} tokens ({}{}; the model was trained with {})", n_ctx,
+                  options.n_ctx > 0 ? ctx_option : "the model's training context", options.n_ctx > 0 ? " sets it" : "",
+                  n_ctx_train);
+  // On the CPU an absurd allocation may even succeed (overcommit) and fail later, page by page;
+  // a device refuses it at once, with the byte count, and gets the same context line below.
+  const uint64_t memory = physical_memory_bytes();
+  if (engine.backend().device() == Device::kCpu && memory > 0 && kv > memory) {
+    fail(command, out_of_range(fmt::format("{}: its KV cache would need {:.1f} GiB, more than the {:.1f} GiB of "
+                                           "memory this machine has: use a smaller {}",
+                                           context, gib(kv), gib(memory), ctx_option)));
+  }
   auto session = engine.new_session(options);
-  if (!session.ok()) fail(command, session.status());
+  if (!session.ok()) {
+    fail(command, session.status().with_context(
+                      fmt::format("{}, KV cache {:.1f} GiB (a smaller {} needs less)", context, gib(kv), ctx_option)));
+  }
   return std::move(session).value();
 }
 

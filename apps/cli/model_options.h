@@ -1,6 +1,6 @@
 // Options shared by every command that loads a model (-m, --device, --threads, -c, -b, --kv-type,
-// --cpu-activations) and the
-// one function that turns them into an Engine, printing the error and failing the command.
+// --cpu-activations), each range-checked (arg_checks.h), and the functions that turn them into an
+// Engine and a Session, printing the error and failing the command.
 #pragma once
 
 #include <memory>
@@ -10,6 +10,8 @@
 #include "commands.h"
 
 namespace cera::cli {
+
+inline constexpr int64_t kMaxBatch = 65536;  // -b: far beyond any useful prompt chunk
 
 struct ModelOptions {
   std::string model;
@@ -22,10 +24,15 @@ struct ModelOptions {
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& opts);
-// Loads the engine or prints "cera CMD: error" and throws CLI::RuntimeError(1).
+// Loads the engine or prints "cera CMD: error" and throws CLI::RuntimeError(1). Warns on stderr
+// when --threads is above the cores this process may use.
 std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const ModelOptions& opts);
+// A session, or the error. Before allocating, a context whose KV cache needs more than this host's
+// memory (CPU backend) is refused with a message naming the context, the bytes, the model's
+// training context and `ctx_option`, the option(s) that set the context ("-c" by default).
 std::unique_ptr<runtime::Session> new_session_or_exit(const char* command, api::Engine& engine,
-                                                      const runtime::SessionOptions& options);
+                                                      const runtime::SessionOptions& options,
+                                                      const char* ctx_option = "-c");
 [[noreturn]] void fail(const char* command, const Status& status);
 
 }  // namespace cera::cli

@@ -1,5 +1,6 @@
 #include "api/engine.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "ops/cpu/cpu_backend.h"
@@ -68,6 +69,10 @@ DType resolve_kv_type(KvTypeChoice choice, Device device) {
 
 Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (options.n_threads < 0 || options.n_threads > kMaxThreads) {
+    return invalid_argument("n_threads " + std::to_string(options.n_threads) + " must be from 0 (every core) to " +
+                            std::to_string(kMaxThreads));
+  }
   std::unique_ptr<Engine> engine(new Engine());
   CERA_ASSIGN_OR_RETURN(engine->file_, format::GgufFile::open(options.model_path));
   CERA_ASSIGN_OR_RETURN(engine->backend_, make_backend(options));
@@ -86,6 +91,27 @@ Result<std::unique_ptr<runtime::Session>> Engine::new_session(const runtime::Ses
   runtime::SessionOptions o = options;
   o.kv_type = kv_type_;  // EngineOptions::kv_type decides for every session of the engine
   return runtime::Session::create(*model_, *tokenizer_, o);
+}
+
+int64_t Engine::session_n_ctx(const runtime::SessionOptions& options) const {
+  return options.n_ctx > 0 ? options.n_ctx : model_->hparams().n_ctx_train;
+}
+
+uint64_t Engine::kv_cache_bytes(const runtime::SessionOptions& options) const {
+  const model::KvGeometry g = model_->kv_geometry();
+  const int64_t block = std::max<int64_t>(options.kv_block_size, 1);
+  const int64_t n_blocks = (std::max<int64_t>(session_n_ctx(options), 0) + block - 1) / block;
+  // A sliding-window layer holds a ring of window + max(batch, window) tokens, at most the cache.
+  const int64_t window = g.sliding_window;
+  const int64_t ring_blocks = std::min(n_blocks, (window + std::max<int64_t>(options.n_batch, window) + block - 1) / block);
+  const uint64_t row_bytes = static_cast<uint64_t>(std::max(g.kv_width, 0)) * dtype_type_size(kv_type_);
+  uint64_t total = 0;
+  for (int32_t il = 0; il < g.n_layer; ++il) {
+    if (g.kind(il) != model::LayerKind::kAttention) continue;
+    const int64_t rows = (g.is_sliding(il) ? ring_blocks : n_blocks) * block;
+    total += 2 * static_cast<uint64_t>(rows) * row_bytes;  // K and V
+  }
+  return total;
 }
 
 }  // namespace cera::api

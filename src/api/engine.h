@@ -26,10 +26,14 @@ enum class KvTypeChoice { kAuto, kF32, kF16 };
 // "auto", "f32", "f16"
 std::optional<KvTypeChoice> kv_type_choice_from_name(std::string_view name);
 
+// The most CPU threads Engine::load accepts: far beyond any host's cores, and far below the
+// thousands at which creating threads fails (which used to abort the process).
+inline constexpr int32_t kMaxThreads = 1024;
+
 struct EngineOptions {
   std::filesystem::path model_path;
   DeviceChoice device = DeviceChoice::kAuto;
-  int32_t n_threads = 0;           // CPU threads; 0 = every core this process may use
+  int32_t n_threads = 0;           // CPU threads; 0 = every core this process may use; <= kMaxThreads
   int32_t max_batch_tokens = 512;  // largest forward() batch (prompt chunk)
   KvTypeChoice kv_type = KvTypeChoice::kAuto;  // of every session's KV cache
   // CPU only: round activations to one 8-bit term (as llama.cpp and the CUDA GEMV do) instead of
@@ -53,6 +57,13 @@ class Engine {
 
   // A session whose KV cache has this engine's kv_type() (options.kv_type is replaced).
   Result<std::unique_ptr<runtime::Session>> new_session(const runtime::SessionOptions& options);
+
+  // The context new_session(options) gets (options.n_ctx, or the model's training context when 0)
+  // and the bytes of K/V storage it allocates for it, computed in 64 bits before anything is
+  // allocated (an upper bound of KvCache::create's sizing), so that a caller can refuse an
+  // absurd context with a message instead of attempting the allocation.
+  int64_t session_n_ctx(const runtime::SessionOptions& options) const;
+  uint64_t kv_cache_bytes(const runtime::SessionOptions& options) const;
 
  private:
   Engine() = default;

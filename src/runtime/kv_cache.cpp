@@ -9,6 +9,8 @@
 #include "runtime/kv_cache.h"
 
 #include <algorithm>
+#include <climits>
+#include <string>
 
 namespace cera::runtime {
 
@@ -28,8 +30,10 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
     if (g.state_ne[0] < 0 || g.state_ne[1] <= 0) return invalid_argument("model reports an empty recurrent state");
     c.state_elements_ = g.state_ne[0] * g.state_ne[1];
   }
-  const int32_t n_blocks = (config.n_slots + config.block_size - 1) / config.block_size;
-  int32_t ring_rows = 0;
+  // 64-bit sizing: n_slots near INT32_MAX must not wrap (it once made "KV cache of -2147483632
+  // tokens"); the block count itself fits int32 since block_size >= 1.
+  const auto n_blocks = static_cast<int32_t>((int64_t{config.n_slots} + config.block_size - 1) / config.block_size);
+  int64_t ring_rows = 0;
   if (g.has_sliding()) {
     if (g.sliding_window <= 0 || config.max_batch_tokens <= 0 || config.max_sequences <= 0) {
       return invalid_argument("KV cache of sliding-window layers needs window, max_batch_tokens and max_sequences > 0");
@@ -40,9 +44,10 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
     c.window_ = g.sliding_window;
     c.max_append_ = config.max_batch_tokens;
     c.ring_blocks_ = std::min(static_cast<int32_t>((ring + c.block_size_ - 1) / c.block_size_), n_blocks);
-    const int32_t n_ring_blocks = config.max_sequences * c.ring_blocks_;
+    const int64_t n_ring_blocks = int64_t{config.max_sequences} * c.ring_blocks_;
+    if (n_ring_blocks > INT32_MAX) return out_of_range("KV cache rings of " + std::to_string(n_ring_blocks) + " blocks");
     ring_rows = n_ring_blocks * c.block_size_;
-    for (int32_t b = n_ring_blocks - 1; b >= 0; --b) c.ring_free_.push_back(b);
+    for (auto b = static_cast<int32_t>(n_ring_blocks) - 1; b >= 0; --b) c.ring_free_.push_back(b);
   }
   for (int32_t il = 0; il < g.n_layer; ++il) {
     ops::KvLayer layer{.block_size = config.block_size};
