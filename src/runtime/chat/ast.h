@@ -110,6 +110,7 @@ struct Stmt {
   Body body;                         // kFor, kSet block, kMacro, kBlock
   Body else_body;                    // kIf, kFor
   std::vector<MacroParam> params;    // kMacro
+  bool uses_loop = true;             // kFor: the body names `loop` (else it is not built)
 };
 
 }  // namespace cera::runtime::chat

@@ -26,7 +26,14 @@ std::string strip(const std::string& s, const Value& chars, bool left, bool righ
   return s.substr(b, e - b);
 }
 
-Result<Value> split(const std::string& s, const Value& sep, const Value& maxsplit_v) {
+Status too_many_parts(const TemplateLimits& limits) {
+  return limit_error("a split into more parts", limits.max_value_items, "items", "max_value_items");
+}
+
+// A string of n bytes splits into up to n + 1 parts of ~100 bytes each: split and splitlines
+// stop at limits.max_value_items parts rather than build them.
+Result<Value> split(const std::string& s, const Value& sep, const Value& maxsplit_v,
+                    const TemplateLimits& limits) {
   const int64_t maxsplit = maxsplit_v.kind() == ValueKind::kInt ? maxsplit_v.as_int() : -1;
   Array out;
   if (sep.is_string()) {
@@ -37,6 +44,7 @@ Result<Value> split(const std::string& s, const Value& sep, const Value& maxspli
     while (maxsplit < 0 || n < maxsplit) {
       const size_t hit = s.find(d, pos);
       if (hit == std::string::npos) break;
+      if (out.size() >= limits.max_value_items) return too_many_parts(limits);
       out.emplace_back(s.substr(pos, hit - pos));
       pos = hit + d.size();
       ++n;
@@ -53,6 +61,7 @@ Result<Value> split(const std::string& s, const Value& sep, const Value& maxspli
       break;
     }
     const size_t end = s.find_first_of(kWhitespace, pos);
+    if (out.size() >= limits.max_value_items) return too_many_parts(limits);
     out.emplace_back(s.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
     ++n;
     pos = end == std::string::npos ? end : s.find_first_not_of(kWhitespace, end);
@@ -93,7 +102,8 @@ bool has_method(const Value& object, std::string_view name) {
   return false;
 }
 
-Result<Value> call_method(const Value& object, std::string_view name, const CallArgs& args) {
+Result<Value> call_method(const Value& object, std::string_view name, const CallArgs& args,
+                          const TemplateLimits& limits) {
   if (object.is_object()) {
     const Object& o = object.as_object();
     if (name == "get") {
@@ -117,21 +127,21 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
   if (name == "lstrip") return Value(strip(s, arg(args, 0, "chars"), true, false));
   if (name == "rstrip") return Value(strip(s, arg(args, 0, "chars"), false, true));
   if (name == "split")
-    return split(s, arg(args, 0, "sep", Value::none()), arg(args, 1, "maxsplit"));
+    return split(s, arg(args, 0, "sep", Value::none()), arg(args, 1, "maxsplit"), limits);
   if (name == "startswith") return affix_test(s, arg(args, 0, "prefix"), true);
   if (name == "endswith") return affix_test(s, arg(args, 0, "suffix"), false);
   if (name == "upper" || name == "lower" || name == "title" || name == "capitalize")
-    return apply_filter(name, object, {});
-  if (name == "replace") return apply_filter("replace", object, args);
+    return apply_filter(name, object, {}, limits);
+  if (name == "replace") return apply_filter("replace", object, args, limits);
   if (name == "find" || name == "count") {
     const Value sub = arg(args, 0, "sub");
     if (!sub.is_string()) return invalid_argument(std::string(name) + " needs a string");
     if (name == "find") {
       const size_t hit = s.find(sub.as_string());
       if (hit == std::string::npos) return Value(int64_t{-1});
-      return Value(static_cast<int64_t>(utf8_chars(s.substr(0, hit)).size()));
+      return Value(static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, hit))));
     }
-    if (sub.as_string().empty()) return Value(static_cast<int64_t>(utf8_chars(s).size() + 1));
+    if (sub.as_string().empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
     int64_t n = 0;
     for (size_t p = s.find(sub.as_string()); p != std::string::npos;
          p = s.find(sub.as_string(), p + sub.as_string().size()))
@@ -139,12 +149,16 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
     return Value(n);
   }
   if (name == "join") {
-    CERA_ASSIGN_OR_RETURN(Array items, iterate(arg(args, 0, "iterable")));
+    CERA_ASSIGN_OR_RETURN(Array items, iterate(arg(args, 0, "iterable"), limits));
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
       if (!items[i].is_string()) return invalid_argument("str.join needs strings");
+      const std::string& item = items[i].as_string();
+      if (!fits(out.size(), (i > 0 ? s.size() : 0) + item.size(), limits.max_value_bytes))
+        return limit_error("a joined string longer", limits.max_value_bytes, "bytes",
+                           "max_value_bytes");
       if (i > 0) out += s;
-      out += items[i].as_string();
+      out += item;
     }
     return Value(std::move(out));
   }
@@ -155,6 +169,7 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
       const size_t nl = s.find('\n', start);
       std::string line = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
       if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (out.size() >= limits.max_value_items) return too_many_parts(limits);
       out.emplace_back(std::move(line));
       if (nl == std::string::npos) break;
       start = nl + 1;
@@ -233,7 +248,14 @@ Result<bool> apply_test(std::string_view name, const Value& v, const CallArgs& a
   return unsupported("unsupported test '" + std::string(name) + "'");
 }
 
-Object make_globals(const std::tm& now) {
+// namespace() objects may not hold namespaces (directly or inside a list or dict): it keeps
+// cycles and unbounded chains of mutable objects out of values (see ValueSize).
+Status check_namespace_value(const Value& v) {
+  if (v.size().has_namespace) return unsupported("a namespace inside a namespace");
+  return ok_status();
+}
+
+Object make_globals(const std::tm& now, const TemplateLimits& limits) {
   Object g;
   g.set("raise_exception", Value::function([](const CallArgs& args) -> Result<Value> {
           return invalid_argument("raise_exception: " + to_display_string(arg(args, 0, "message")));
@@ -241,31 +263,38 @@ Object make_globals(const std::tm& now) {
   g.set("strftime_now", Value::function([now](const CallArgs& args) -> Result<Value> {
           const Value fmt = arg(args, 0, "format");
           if (!fmt.is_string()) return invalid_argument("strftime_now needs a format string");
+          // Formats are a few conversions; a long one would be scanned on every call.
+          if (fmt.as_string().size() > 256)
+            return invalid_argument("strftime_now: format too long");
           char buf[256];
           const size_t n = std::strftime(buf, sizeof buf, fmt.as_string().c_str(), &now);
           return Value(std::string(buf, n));
         }));
-  g.set("namespace", Value::function([](const CallArgs& args) -> Result<Value> {
-          Object ns;
+  // namespace() and dict(): dicts given positionally, then keyword arguments.
+  const auto gather = [](const CallArgs& args, const char* who,
+                         bool is_namespace) -> Result<std::vector<std::pair<std::string, Value>>> {
+    std::vector<std::pair<std::string, Value>> entries;
+    for (const Value& p : args.positional) {
+      if (!p.is_object())
+        return invalid_argument(std::string(who) + "() takes a dict or keyword arguments");
+      for (const auto& [k, v] : p.as_object().entries) entries.emplace_back(k, v);
+    }
+    for (const auto& [k, v] : args.keyword) entries.emplace_back(k, v);
+    if (is_namespace)
+      for (const auto& [k, v] : entries) CERA_RETURN_IF_ERROR(check_namespace_value(v));
+    return entries;
+  };
+  g.set("namespace", Value::function([gather](const CallArgs& args) -> Result<Value> {
+          CERA_ASSIGN_OR_RETURN(auto entries, gather(args, "namespace", true));
+          Object ns = make_object(std::move(entries));
           ns.is_namespace = true;
-          for (const Value& p : args.positional) {
-            if (!p.is_object())
-              return invalid_argument("namespace() takes a dict or keyword arguments");
-            for (const auto& [k, v] : p.as_object().entries) ns.set(k, v);
-          }
-          for (const auto& [k, v] : args.keyword) ns.set(k, v);
           return Value(std::move(ns));
         }));
-  g.set("dict", Value::function([](const CallArgs& args) -> Result<Value> {
-          Object d;
-          for (const Value& p : args.positional) {
-            if (!p.is_object()) return invalid_argument("dict() takes a dict or keyword arguments");
-            for (const auto& [k, v] : p.as_object().entries) d.set(k, v);
-          }
-          for (const auto& [k, v] : args.keyword) d.set(k, v);
-          return Value(std::move(d));
+  g.set("dict", Value::function([gather](const CallArgs& args) -> Result<Value> {
+          CERA_ASSIGN_OR_RETURN(auto entries, gather(args, "dict", false));
+          return Value(make_object(std::move(entries)));
         }));
-  g.set("range", Value::function([](const CallArgs& args) -> Result<Value> {
+  g.set("range", Value::function([limits](const CallArgs& args) -> Result<Value> {
           for (const Value& p : args.positional)
             if (p.kind() != ValueKind::kInt) return invalid_argument("range() needs integers");
           int64_t start = 0, stop = 0, step = 1;
@@ -279,11 +308,21 @@ Object make_globals(const std::tm& now) {
             return invalid_argument("range() needs 1 to 3 arguments");
           }
           if (step == 0) return invalid_argument("range() step must not be zero");
+          // The length first, in unsigned arithmetic (stop - start can overflow int64).
+          const bool up = step > 0;
+          const uint64_t span = up ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                                   : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+          const uint64_t stride =
+              up ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+          const uint64_t n = (up ? start < stop : start > stop) ? (span - 1) / stride + 1 : 0;
+          if (n > limits.max_value_items)
+            return limit_error("range() of " + std::to_string(n) + " items: more",
+                               limits.max_value_items, "items", "max_value_items");
           Array out;
-          for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-            if (out.size() > 1000000) return invalid_argument("range() too long");
-            out.emplace_back(i);
-          }
+          out.reserve(n);
+          for (uint64_t k = 0; k < n; ++k)  // wraps modulo 2^64 and lands in range
+            out.emplace_back(static_cast<int64_t>(static_cast<uint64_t>(start) +
+                                                  k * static_cast<uint64_t>(step)));
           return Value(std::move(out));
         }));
   return g;
@@ -292,6 +331,54 @@ Object make_globals(const std::tm& now) {
 }  // namespace cera::runtime::chat
 
 namespace cera::runtime::chat {
+
+namespace {
+
+uint64_t product(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+uint64_t arg_bytes(const CallArgs& args) {
+  uint64_t n = 0;
+  for (const Value& a : args.positional) n += a.size().bytes;
+  for (const auto& [k, a] : args.keyword) n += a.size().bytes;
+  return n;
+}
+
+bool is_one_of(std::string_view name, std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names)
+    if (n == name) return true;
+  return false;
+}
+
+}  // namespace
+
+uint64_t filter_search_bytes(std::string_view name, const Value& input, const CallArgs& args) {
+  if (is_one_of(name, {"replace", "trim"})) return product(input.size().bytes, arg_bytes(args));
+  if (!is_one_of(name, {"map", "select", "reject", "selectattr", "rejectattr"})) return 0;
+  // Every element meets every argument (an attribute path walked, a test argument compared);
+  // a searching test or filter also searches each element's bytes.
+  const uint64_t elements = input.is_array()    ? input.as_array().size()
+                            : input.is_object() ? input.as_object().entries.size()
+                            : input.is_string() ? input.as_string().size()
+                                                : 0;
+  bool searches = false;
+  for (const Value& a : args.positional)
+    searches = searches || (a.is_string() && is_one_of(a.as_string(), {"in", "replace", "trim"}));
+  return product(elements + (searches ? input.size().bytes : 0), arg_bytes(args));
+}
+
+uint64_t method_search_bytes(std::string_view name, const Value& object, const CallArgs& args) {
+  if (!object.is_string() ||
+      !is_one_of(name, {"find", "count", "split", "replace", "strip", "lstrip", "rstrip"}))
+    return 0;
+  return product(object.as_string().size(), arg_bytes(args));
+}
+
+uint64_t test_search_bytes(std::string_view name, const Value& input, const CallArgs& args) {
+  if (name != "in" || args.positional.empty() || !args.positional[0].is_string()) return 0;
+  return product(input.size().bytes, args.positional[0].as_string().size());
+}
 
 bool is_filter_name(std::string_view name) {
   static constexpr std::array kNames = {

@@ -48,14 +48,15 @@ Status check_body(const Body& body) {
 
 }  // namespace
 
-Result<ChatTemplate> ChatTemplate::parse(std::string_view source) {
+Result<ChatTemplate> ChatTemplate::parse(std::string_view source, const TemplateLimits& limits) {
   CERA_ASSIGN_OR_RETURN(std::vector<Token> tokens, tokenize(source));
   auto parsed = std::make_shared<Parsed>();
-  CERA_ASSIGN_OR_RETURN(parsed->body, parse_template(tokens));
+  CERA_ASSIGN_OR_RETURN(parsed->body, parse_template(tokens, limits));
   CERA_RETURN_IF_ERROR(check_body(parsed->body));
   ChatTemplate t;
   t.source_ = std::string(source);
   t.parsed_ = std::move(parsed);
+  t.limits_ = limits;
   return t;
 }
 
@@ -67,7 +68,7 @@ Result<std::string> ChatTemplate::render(const ChatContext& context) const {
     const std::time_t t = std::time(nullptr);
     localtime_r(&t, &now);
   }
-  Object globals = make_globals(now);
+  Object globals = make_globals(now, limits_);
   globals.set("messages", context.messages);
   globals.set("tools", context.tools);
   globals.set("documents", Value::none());
@@ -75,7 +76,7 @@ Result<std::string> ChatTemplate::render(const ChatContext& context) const {
   globals.set("bos_token", Value(context.bos_token));
   globals.set("eos_token", Value(context.eos_token));
   for (const auto& [k, v] : context.extra.entries) globals.set(k, v);
-  Evaluator evaluator(std::move(globals));
+  Evaluator evaluator(std::move(globals), limits_);
   std::string out;
   CERA_RETURN_IF_ERROR(evaluator.render(parsed_->body, out));
   return out;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "runtime/chat/limits.h"
 #include "runtime/chat/value.h"
 #include "tokenizer/tokenizer.h"
 
@@ -39,7 +40,9 @@ struct RenderedPrompt {
 class ChatTemplate {
  public:
   // Parses and checks the template (every statement, filter and test must be supported).
-  static Result<ChatTemplate> parse(std::string_view source);
+  // `limits` bound the parse (nesting depth) and every render of this template (limits.h);
+  // the defaults suit any real template.
+  static Result<ChatTemplate> parse(std::string_view source, const TemplateLimits& limits = {});
 
   // Renders with the variables transformers passes: messages, tools, documents (none),
   // add_generation_prompt, bos_token, eos_token, then `extra` (which may override them).
@@ -51,11 +54,13 @@ class ChatTemplate {
   Result<RenderedPrompt> render_prompt(const ChatContext& context, const tokenizer::Tokenizer& tokenizer) const;
 
   const std::string& source() const { return source_; }
+  const TemplateLimits& limits() const { return limits_; }
 
  private:
   struct Parsed;
   std::string source_;
   std::shared_ptr<const Parsed> parsed_;
+  TemplateLimits limits_;
 };
 
 // The template stored under tokenizer.chat_template, else cera's built-in one for the file's

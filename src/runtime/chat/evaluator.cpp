@@ -1,8 +1,10 @@
 // Statement execution and expression evaluation. Python semantics where templates rely on them:
 // `and`/`or` return an operand, `in` on str/list/dict, // and % floor toward -inf, undefined is
 // falsy and prints nothing but fails on attribute access (as jinja2's default Undefined does).
+// Integers are int64: where Python would grow a big integer, an overflow is an error.
 #include "runtime/chat/evaluator.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/chat/builtins.h"
@@ -10,17 +12,131 @@
 namespace cera::runtime::chat {
 namespace {
 
-constexpr int kMaxCallDepth = 200;  // macro recursion; deeper is a runaway template
+// Step prices (limits.h, max_steps), set so that a step costs at most ~50 ns in a Release build
+// whatever the template does (measured on a loop of each kind of operation): bytes built or
+// read, dict and frame entries compared, byte comparisons of a substring search (builtins.h),
+// and the fixed overheads of a loop iteration, a `loop` object and a call.
+constexpr uint64_t kBytesPerStep = 16;
+constexpr uint64_t kEntriesPerStep = 8;
+constexpr uint64_t kSearchBytesPerStep = 512;
+constexpr uint64_t kIterationSteps = 2;
+constexpr uint64_t kLoopObjectSteps = 24;
+constexpr uint64_t kCallSteps = 4;
 
-int64_t floor_div(int64_t a, int64_t b) {
+uint64_t saturating_mul(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+// What building `v` allocated: its own characters or elements, not the values it shares.
+uint64_t build_steps(const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::kString:
+      return v.as_string().size() / kBytesPerStep;
+    case ValueKind::kArray:
+      return v.as_array().size() * sizeof(Value) / kBytesPerStep;
+    case ValueKind::kObject:
+      return v.as_object().entries.size() * sizeof(std::pair<std::string, Value>) / kBytesPerStep;
+    default:
+      return 0;
+  }
+}
+
+// What reading `v` through (printing, comparing, scanning it) visits.
+uint64_t read_steps(const Value& v) {
+  const ValueSize s = v.size();
+  return (saturating_mul(s.items, sizeof(Value)) / kBytesPerStep) + s.bytes / kBytesPerStep;
+}
+
+Status overflow(SourcePos pos, const char* op) {
+  return out_of_range("chat template " + to_string(pos) + ": integer overflow in '" + op + "'");
+}
+
+int64_t floor_div(int64_t a, int64_t b) {  // b != 0, and not INT64_MIN / -1
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
+// a ** b for b >= 0 by squaring: O(log b) steps, false on overflow.
+bool int_pow(int64_t a, int64_t b, int64_t& r) {
+  r = 1;
+  while (b > 0) {
+    if ((b & 1) != 0 && __builtin_mul_overflow(r, a, &r)) return false;
+    b >>= 1;
+    if (b > 0 && __builtin_mul_overflow(a, a, &a)) return false;
+  }
+  return true;
+}
+
+// Tests that look at more than their input's type and so cost its size (see max_steps).
+bool test_reads_input(std::string_view name) {
+  for (std::string_view n : {"in", "sameas", "equalto", "eq", "==", "ne", "!=", "lower", "upper"})
+    if (n == name) return true;
+  return false;
+}
+
 }  // namespace
 
-Evaluator::Evaluator(Object globals) {
+// One level of recursion (eval, exec), given back on scope exit.
+class Evaluator::Nest {
+ public:
+  explicit Nest(int& depth) : depth_(depth) { ++depth_; }
+  ~Nest() { --depth_; }
+  Nest(const Nest&) = delete;
+  Nest& operator=(const Nest&) = delete;
+
+ private:
+  int& depth_;
+};
+
+namespace {
+
+// A frame pushed for a loop and popped on every way out of it.
+class ScopedFrame {
+ public:
+  explicit ScopedFrame(std::vector<std::shared_ptr<Object>>& frames) : frames_(frames) {
+    frames_.push_back(std::make_shared<Object>());
+    frame_ = frames_.back();
+  }
+  ~ScopedFrame() { frames_.pop_back(); }
+  ScopedFrame(const ScopedFrame&) = delete;
+  ScopedFrame& operator=(const ScopedFrame&) = delete;
+  Object* operator->() const { return frame_.get(); }
+
+ private:
+  std::vector<std::shared_ptr<Object>>& frames_;
+  std::shared_ptr<Object> frame_;
+};
+
+// jinja2's loop variable for item i of n.
+Value make_loop(const Array& items, size_t i) {
+  const auto n = static_cast<int64_t>(items.size());
+  const auto k = static_cast<int64_t>(i);
+  Object loop;
+  loop.entries.reserve(12);
+  const auto add = [&](const char* key, Value v) { loop.entries.emplace_back(key, std::move(v)); };
+  add("index0", Value(k));
+  add("index", Value(k + 1));
+  add("revindex0", Value(n - 1 - k));
+  add("revindex", Value(n - k));
+  add("first", Value(k == 0));
+  add("last", Value(k == n - 1));
+  add("length", Value(n));
+  add("depth", Value(int64_t{1}));
+  add("depth0", Value(int64_t{0}));
+  add("previtem", k > 0 ? items[i - 1] : Value());
+  add("nextitem", k + 1 < n ? items[i + 1] : Value());
+  add("cycle", Value::function([i](const CallArgs& args) -> Result<Value> {
+        if (args.positional.empty())
+          return invalid_argument("loop.cycle() needs at least one value");
+        return args.positional[i % args.positional.size()];
+      }));
+  return Value(std::move(loop));
+}
+
+}  // namespace
+
+Evaluator::Evaluator(Object globals, const TemplateLimits& limits) : limits_(limits) {
   frames_.push_back(std::make_shared<Object>(std::move(globals)));
 }
 
@@ -28,42 +144,119 @@ Status Evaluator::error(SourcePos pos, const std::string& what) {
   return invalid_argument("chat template " + to_string(pos) + ": " + what);
 }
 
+Status Evaluator::error(SourcePos pos, const Status& status) {
+  // Errors from macros (and limits) already carry a position.
+  if (status.message().rfind("chat template ", 0) == 0) return status;
+  return Status(status.code(), "chat template " + to_string(pos) + ": " + status.message());
+}
+
 Status Evaluator::render(const Body& body, std::string& out) {
+  output_ = &out;
   CERA_ASSIGN_OR_RETURN(Flow flow, exec(body, out));
   (void)flow;
   return ok_status();
 }
 
-Value Evaluator::lookup(const std::string& name) const {
-  for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
-    if (const Value* v = (*it)->find(name)) return *v;
+Status Evaluator::charge(SourcePos pos, uint64_t steps) {
+  steps_ = steps > UINT64_MAX - steps_ ? UINT64_MAX : steps_ + steps;
+  if (steps_ > limits_.max_steps)
+    return limit_error(pos, "more evaluation steps", limits_.max_steps, "steps", "max_steps");
+  return ok_status();
+}
+
+Status Evaluator::charge_reading(SourcePos pos, const Value& v) {
+  return charge(pos, read_steps(v));
+}
+
+Status Evaluator::charge_call(SourcePos pos, const Value& input, const CallArgs& args,
+                              uint64_t search_bytes) {
+  CERA_RETURN_IF_ERROR(charge_reading(pos, input));
+  for (const Value& a : args.positional) CERA_RETURN_IF_ERROR(charge_reading(pos, a));
+  for (const auto& [k, a] : args.keyword) CERA_RETURN_IF_ERROR(charge_reading(pos, a));
+  return charge(pos, search_bytes / kSearchBytesPerStep);
+}
+
+Status Evaluator::built(SourcePos pos, const Value& v) {
+  if (!v.is_string() && !v.is_array() && !v.is_object()) return ok_status();
+  const ValueSize s = v.size();
+  if (s.bytes > limits_.max_value_bytes)
+    return limit_error(pos, "a value of " + std::to_string(s.bytes) + " bytes: larger",
+                       limits_.max_value_bytes, "bytes", "max_value_bytes");
+  if (s.items > limits_.max_value_items)
+    return limit_error(pos, "a value of " + std::to_string(s.items) + " items: more",
+                       limits_.max_value_items, "items", "max_value_items");
+  if (s.depth > static_cast<uint64_t>(limits_.max_depth))
+    return limit_error(pos, "a value nested " + std::to_string(s.depth) + " levels: deeper",
+                       static_cast<uint64_t>(limits_.max_depth), "levels", "max_depth");
+  return charge(pos, build_steps(v));
+}
+
+Status Evaluator::append(SourcePos pos, std::string& out, std::string_view text) {
+  const bool root = &out == output_;
+  const uint64_t cap = root ? limits_.max_output_bytes : limits_.max_value_bytes;
+  if (!fits(out.size(), text.size(), cap)) {
+    return root ? limit_error(pos, "output longer", cap, "bytes", "max_output_bytes")
+                : limit_error(pos, "a string longer", cap, "bytes", "max_value_bytes");
+  }
+  CERA_RETURN_IF_ERROR(charge(pos, text.size() / kBytesPerStep));
+  out += text;
+  return ok_status();
+}
+
+Result<Value> Evaluator::lookup(SourcePos pos, const std::string& name) {
+  uint64_t compared = 0;  // an upper bound: the whole of each frame searched
+  for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
+    compared += (*it)->entries.size();
+    if (const Value* v = (*it)->find(name)) {
+      CERA_RETURN_IF_ERROR(charge(pos, compared / kEntriesPerStep));
+      return *v;
+    }
+  }
+  CERA_RETURN_IF_ERROR(charge(pos, compared / kEntriesPerStep));
   return Value();
+}
+
+Status Evaluator::assign(SourcePos pos, const std::string& name, Value value) {
+  CERA_RETURN_IF_ERROR(charge(pos, frames_.back()->entries.size() / kEntriesPerStep));
+  frames_.back()->set(name, std::move(value));
+  return ok_status();
 }
 
 Status Evaluator::assign_targets(const std::vector<std::string>& targets, const Value& value,
                                  SourcePos pos) {
-  if (targets.size() == 1) {
-    assign(targets[0], value);
-    return ok_status();
-  }
-  CERA_ASSIGN_OR_RETURN(Array items, iterate(value));
+  if (targets.size() == 1) return assign(pos, targets[0], value);
+  auto items_or = iterate(value, limits_);
+  if (!items_or.ok()) return error(pos, items_or.status());
+  const Array& items = *items_or;
   if (items.size() != targets.size())
     return error(pos, "cannot unpack " + std::to_string(items.size()) + " values into " +
                           std::to_string(targets.size()) + " names");
-  for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], items[i]);
+  for (size_t i = 0; i < targets.size(); ++i)
+    CERA_RETURN_IF_ERROR(assign(pos, targets[i], items[i]));
   return ok_status();
 }
 
 Result<Evaluator::Flow> Evaluator::exec(const Body& body, std::string& out) {
+  if (body.empty()) return Flow::kNormal;
+  Nest nest(depth_);
+  if (depth_ > limits_.max_depth)
+    return limit_error(body.front()->pos, "nesting deeper",
+                       static_cast<uint64_t>(limits_.max_depth), "levels", "max_depth");
   for (const StmtPtr& sp : body) {
     const Stmt& s = *sp;
+    CERA_RETURN_IF_ERROR(charge(s.pos, 1));
     switch (s.kind) {
       case StmtKind::kText:
-        out += s.text;
+        CERA_RETURN_IF_ERROR(append(s.pos, out, s.text));
         break;
       case StmtKind::kOutput: {
         CERA_ASSIGN_OR_RETURN(Value v, eval(*s.expr));
-        out += to_display_string(v);
+        if (v.is_string()) {
+          CERA_RETURN_IF_ERROR(append(s.pos, out, v.as_string()));
+        } else {
+          CERA_RETURN_IF_ERROR(charge_reading(s.pos, v));  // printing visits all of it
+          CERA_RETURN_IF_ERROR(append(s.pos, out, to_display_string(v)));
+        }
         break;
       }
       case StmtKind::kIf: {
@@ -88,7 +281,7 @@ Result<Evaluator::Flow> Evaluator::exec(const Body& body, std::string& out) {
         CERA_RETURN_IF_ERROR(exec_set(s));
         break;
       case StmtKind::kMacro:
-        assign(s.text, make_macro(s));
+        CERA_RETURN_IF_ERROR(assign(s.pos, s.text, make_macro(s)));
         break;
       case StmtKind::kBreak:
         return Flow::kBreak;
@@ -107,48 +300,47 @@ Result<Evaluator::Flow> Evaluator::exec(const Body& body, std::string& out) {
 Result<Evaluator::Flow> Evaluator::exec_for(const Stmt& s, std::string& out) {
   CERA_ASSIGN_OR_RETURN(Value iterable, eval(*s.expr));
   if (iterable.is_none()) return error(s.expr->pos, "'NoneType' object is not iterable");
-  auto items_or = iterate(iterable);
-  if (!items_or.ok()) return error(s.expr->pos, items_or.status().message());
-  Array items = std::move(items_or).value();
-  if (s.filter) {  // the loop filter runs first, so loop.length/last count the kept items
-    Array kept;
-    for (const Value& item : items) {
-      frames_.push_back(std::make_shared<Object>());
-      Status st = assign_targets(s.targets, item, s.pos);
-      Result<Value> keep = st.ok() ? eval(*s.filter) : Result<Value>(st);
-      frames_.pop_back();
-      if (!keep.ok()) return keep.status();
-      if (keep->truthy()) kept.push_back(item);
-    }
-    items = std::move(kept);
+  // A list is walked in place (lists do not change once built); anything else is copied.
+  Array copy;
+  const Array* items = &copy;
+  if (iterable.is_array()) {
+    items = &iterable.as_array();
+  } else {
+    auto items_or = iterate(iterable, limits_);
+    if (!items_or.ok()) return error(s.expr->pos, items_or.status());
+    copy = std::move(items_or).value();
+    CERA_RETURN_IF_ERROR(charge(s.pos, copy.size() * sizeof(Value) / kBytesPerStep));
   }
-  if (items.empty()) return exec(s.else_body, out);
-  const auto n = static_cast<int64_t>(items.size());
-  for (int64_t i = 0; i < n; ++i) {
-    Object loop;
-    loop.set("index0", Value(i));
-    loop.set("index", Value(i + 1));
-    loop.set("revindex0", Value(n - 1 - i));
-    loop.set("revindex", Value(n - i));
-    loop.set("first", Value(i == 0));
-    loop.set("last", Value(i == n - 1));
-    loop.set("length", Value(n));
-    loop.set("depth", Value(int64_t{1}));
-    loop.set("depth0", Value(int64_t{0}));
-    loop.set("previtem", i > 0 ? items[i - 1] : Value());
-    loop.set("nextitem", i + 1 < n ? items[i + 1] : Value());
-    loop.set("cycle", Value::function([i](const CallArgs& args) -> Result<Value> {
-               if (args.positional.empty())
-                 return invalid_argument("loop.cycle() needs at least one value");
-               return args.positional[static_cast<size_t>(i) % args.positional.size()];
-             }));
-    frames_.push_back(std::make_shared<Object>());
-    frames_.back()->set("loop", Value(std::move(loop)));
-    Status st = assign_targets(s.targets, items[i], s.pos);
-    Result<Flow> flow = st.ok() ? exec(s.body, out) : Result<Flow>(st);
-    frames_.pop_back();
-    if (!flow.ok()) return flow.status();
-    if (*flow == Flow::kBreak) break;
+  const auto next_iteration = [&]() -> Status {
+    if (++iterations_ > limits_.max_loop_iterations)
+      return limit_error(s.pos, "more loop iterations", limits_.max_loop_iterations, "iterations",
+                         "max_loop_iterations");
+    return charge(s.pos, kIterationSteps);
+  };
+  ScopedFrame frame(frames_);
+  Array kept;
+  if (s.filter) {  // the loop filter runs first, so loop.length/last count the kept items
+    for (const Value& item : *items) {
+      CERA_RETURN_IF_ERROR(next_iteration());
+      frame->entries.clear();
+      CERA_RETURN_IF_ERROR(assign_targets(s.targets, item, s.pos));
+      CERA_ASSIGN_OR_RETURN(Value keep, eval(*s.filter));
+      if (keep.truthy()) kept.push_back(item);
+    }
+    items = &kept;
+  }
+  if (items->empty()) return exec(s.else_body, out);
+  for (size_t i = 0; i < items->size(); ++i) {
+    CERA_RETURN_IF_ERROR(next_iteration());
+    // A fresh scope per iteration; reusing the frame's storage keeps an iteration cheap.
+    frame->entries.clear();
+    if (s.uses_loop) {
+      CERA_RETURN_IF_ERROR(charge(s.pos, kLoopObjectSteps));
+      frame->set("loop", make_loop(*items, i));
+    }
+    CERA_RETURN_IF_ERROR(assign_targets(s.targets, (*items)[i], s.pos));
+    CERA_ASSIGN_OR_RETURN(Flow flow, exec(s.body, out));
+    if (flow == Flow::kBreak) break;
   }
   return Flow::kNormal;
 }
@@ -164,29 +356,34 @@ Status Evaluator::exec_set(const Stmt& s) {
     value = Value(std::move(text));
   }
   if (s.attribute.empty()) return assign_targets(s.targets, value, s.pos);
-  Value ns = lookup(s.targets[0]);
+  CERA_ASSIGN_OR_RETURN(Value ns, lookup(s.pos, s.targets[0]));
   if (!ns.is_object() || !ns.as_object().is_namespace)
     return error(s.pos, "cannot assign attribute '" + s.attribute + "' on '" + s.targets[0] +
                             "': only namespace() objects take attribute assignment");
+  // A namespace holding a namespace could form a cycle, which sizes (and memory) cannot bound.
+  if (value.size().has_namespace)
+    return unsupported("chat template " + to_string(s.pos) + ": a namespace inside a namespace");
+  CERA_RETURN_IF_ERROR(charge(s.pos, ns.as_object().entries.size() / kEntriesPerStep));
   ns.as_object().set(s.attribute, std::move(value));
   return ok_status();
 }
 
 Value Evaluator::make_macro(const Stmt& s) {
   const Stmt* macro = &s;
+  // Recursion needs no counter of its own: each call nests its body one level deeper than the
+  // call, so max_depth stops runaway recursion as it stops any other nesting.
   return Value::function([this, macro](const CallArgs& args) -> Result<Value> {
-    if (call_depth_ >= kMaxCallDepth)
-      return error(macro->pos, "macro recursion deeper than 200 calls");
     if (args.positional.size() > macro->params.size())
       return error(macro->pos, "macro '" + macro->text + "' takes " +
                                    std::to_string(macro->params.size()) + " arguments, got " +
                                    std::to_string(args.positional.size()));
+    // Matching keywords to parameters compares each with each.
+    CERA_RETURN_IF_ERROR(
+        charge(macro->pos, (macro->params.size() * (args.keyword.size() + 1)) / kEntriesPerStep));
     // A macro sees the globals and its parameters, not the caller's locals.
     std::vector<Frame> saved = std::move(frames_);
     frames_ = {saved.front(), std::make_shared<Object>()};
-    ++call_depth_;
     auto finish = [&](Status st) -> Status {
-      --call_depth_;
       frames_ = std::move(saved);
       return st;
     };
@@ -209,7 +406,8 @@ Value Evaluator::make_macro(const Stmt& s) {
         if (!d.ok()) return finish(d.status());
         v = std::move(d).value();
       }
-      assign(p.name, std::move(v));
+      Status st = assign(macro->pos, p.name, std::move(v));
+      if (!st.ok()) return finish(st);
     }
     std::string text;
     Result<Flow> flow = exec(macro->body, text);
@@ -239,21 +437,32 @@ Result<Value> Evaluator::get_item(const Expr& e, const Value& object, const Valu
                               " of an undefined value");
     case ValueKind::kObject: {
       if (!key.is_string()) return Value();
+      CERA_RETURN_IF_ERROR(charge(e.pos, object.as_object().entries.size() / kEntriesPerStep));
       const Value* v = object.as_object().find(key.as_string());
       return v != nullptr ? *v : Value();
     }
-    case ValueKind::kArray:
-    case ValueKind::kString: {
+    case ValueKind::kArray: {
       if (key.kind() != ValueKind::kInt) return Value();
-      const bool is_string = object.is_string();
-      std::vector<std::string> chars;
-      if (is_string) chars = utf8_chars(object.as_string());
-      const auto n = static_cast<int64_t>(is_string ? chars.size() : object.as_array().size());
+      const Array& a = object.as_array();
+      const auto n = static_cast<int64_t>(a.size());
       int64_t i = key.as_int();
       if (i < 0) i += n;
       if (i < 0 || i >= n) return Value();  // jinja2: out of range is undefined
-      return is_string ? Value(chars[static_cast<size_t>(i)])
-                       : object.as_array()[static_cast<size_t>(i)];
+      return a[static_cast<size_t>(i)];
+    }
+    case ValueKind::kString: {
+      if (key.kind() != ValueKind::kInt) return Value();
+      const std::string& s = object.as_string();
+      CERA_RETURN_IF_ERROR(charge(e.pos, build_steps(object)));  // code points are counted
+      const bool ascii = is_ascii(s);
+      const auto n = static_cast<int64_t>(ascii ? s.size() : utf8_length(s));
+      int64_t i = key.as_int();
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return Value();
+      if (ascii) return Value(std::string(1, s[static_cast<size_t>(i)]));
+      size_t at = 0;
+      for (int64_t k = 0; k < i; ++k) at = utf8_next(s, at);
+      return Value(s.substr(at, utf8_next(s, at) - at));
     }
     default:
       return Value();
@@ -261,11 +470,41 @@ Result<Value> Evaluator::get_item(const Expr& e, const Value& object, const Valu
 }
 
 Result<Value> Evaluator::eval(const Expr& e) {
+  Nest nest(depth_);
+  if (depth_ > limits_.max_depth)
+    return limit_error(e.pos, "nesting deeper", static_cast<uint64_t>(limits_.max_depth), "levels",
+                       "max_depth");
+  CERA_RETURN_IF_ERROR(charge(e.pos, 1));
+  return eval_node(e);
+}
+
+// Kept apart from eval_node so that the recursive path keeps a small stack frame.
+Result<Value> Evaluator::eval_filter_or_test(const Expr& e) {
+  CERA_ASSIGN_OR_RETURN(Value input, eval(*e.children[0]));
+  CERA_ASSIGN_OR_RETURN(CallArgs args, eval_args(e.args));
+  const bool is_filter = e.kind == ExprKind::kFilter;
+  if (is_filter ? !is_constant_time_filter(e.name, input) : test_reads_input(e.name)) {
+    CERA_RETURN_IF_ERROR(charge_call(e.pos, input, args,
+                                     is_filter ? filter_search_bytes(e.name, input, args)
+                                               : test_search_bytes(e.name, input, args)));
+  }
+  if (!is_filter) {
+    auto r = apply_test(e.name, input, args);
+    if (!r.ok()) return error(e.pos, r.status());
+    return Value(*r != e.negated);
+  }
+  auto r = apply_filter(e.name, input, args, limits_);
+  if (!r.ok()) return error(e.pos, r.status());
+  CERA_RETURN_IF_ERROR(built(e.pos, *r));
+  return r;
+}
+
+Result<Value> Evaluator::eval_node(const Expr& e) {
   switch (e.kind) {
     case ExprKind::kLiteral:
       return e.literal;
     case ExprKind::kName:
-      return lookup(e.name);
+      return lookup(e.pos, e.name);
     case ExprKind::kGetAttr: {
       CERA_ASSIGN_OR_RETURN(Value object, eval(*e.children[0]));
       return get_item(e, object, Value(e.name));
@@ -285,26 +524,17 @@ Result<Value> Evaluator::eval(const Expr& e) {
           bounds[i] = Value::none();
         }
       }
+      CERA_RETURN_IF_ERROR(charge(e.pos, build_steps(object)));
       auto r = slice_value(object, bounds[0], bounds[1], bounds[2]);
       if (!r.ok()) return error(e.pos, r.status().message());
+      CERA_RETURN_IF_ERROR(built(e.pos, *r));
       return r;
     }
     case ExprKind::kCall:
       return eval_call(e);
-    case ExprKind::kFilter: {
-      CERA_ASSIGN_OR_RETURN(Value input, eval(*e.children[0]));
-      CERA_ASSIGN_OR_RETURN(CallArgs args, eval_args(e.args));
-      auto r = apply_filter(e.name, input, args);
-      if (!r.ok()) return error(e.pos, r.status().message());
-      return r;
-    }
-    case ExprKind::kTest: {
-      CERA_ASSIGN_OR_RETURN(Value input, eval(*e.children[0]));
-      CERA_ASSIGN_OR_RETURN(CallArgs args, eval_args(e.args));
-      auto r = apply_test(e.name, input, args);
-      if (!r.ok()) return error(e.pos, r.status().message());
-      return Value(*r != e.negated);
-    }
+    case ExprKind::kFilter:
+    case ExprKind::kTest:
+      return eval_filter_or_test(e);
     case ExprKind::kUnary: {
       CERA_ASSIGN_OR_RETURN(Value v, eval(*e.children[0]));
       if (e.op == Op::kNot) return Value(!v.truthy());
@@ -312,6 +542,7 @@ Result<Value> Evaluator::eval(const Expr& e) {
         return error(e.pos, std::string("bad operand type for unary -/+: '") + v.type_name() + "'");
       if (e.op == Op::kPos) return v;
       if (v.kind() == ValueKind::kFloat) return Value(-v.as_double());
+      if (v.as_int() == INT64_MIN) return overflow(e.pos, "-");
       return Value(-v.as_int());
     }
     case ExprKind::kBinary:
@@ -325,22 +556,28 @@ Result<Value> Evaluator::eval(const Expr& e) {
     case ExprKind::kList:
     case ExprKind::kTuple: {
       Array a;
+      a.reserve(e.children.size());
       for (const ExprPtr& c : e.children) {
         CERA_ASSIGN_OR_RETURN(Value v, eval(*c));
         a.push_back(std::move(v));
       }
-      return Value(std::move(a));
+      Value list(std::move(a));
+      CERA_RETURN_IF_ERROR(built(e.pos, list));
+      return list;
     }
     case ExprKind::kDict: {
-      Object o;
+      std::vector<std::pair<std::string, Value>> entries;
+      entries.reserve(e.children.size() / 2);
       for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
         CERA_ASSIGN_OR_RETURN(Value k, eval(*e.children[i]));
         CERA_ASSIGN_OR_RETURN(Value v, eval(*e.children[i + 1]));
         if (!k.is_string())
           return error(e.children[i]->pos, "unsupported: dict keys other than strings");
-        o.set(k.as_string(), std::move(v));
+        entries.emplace_back(k.as_string(), std::move(v));
       }
-      return Value(std::move(o));
+      Value dict(make_object(std::move(entries)));
+      CERA_RETURN_IF_ERROR(built(e.pos, dict));
+      return dict;
     }
   }
   return error(e.pos, "unknown expression");
@@ -352,8 +589,12 @@ Result<Value> Evaluator::eval_call(const Expr& e) {
     CERA_ASSIGN_OR_RETURN(Value object, eval(*callee.children[0]));
     if (has_method(object, callee.name)) {
       CERA_ASSIGN_OR_RETURN(CallArgs args, eval_args(e.args));
-      auto r = call_method(object, callee.name, args);
-      if (!r.ok()) return error(e.pos, r.status().message());
+      // Methods scan a string; of a dict's, get() searches it and the others copy it.
+      CERA_RETURN_IF_ERROR(
+          charge_call(e.pos, object, args, method_search_bytes(callee.name, object, args)));
+      auto r = call_method(object, callee.name, args, limits_);
+      if (!r.ok()) return error(e.pos, r.status());
+      CERA_RETURN_IF_ERROR(built(e.pos, *r));
       return r;
     }
     if (!object.is_object() && !object.is_undefined())
@@ -368,12 +609,10 @@ Result<Value> Evaluator::eval_call(const Expr& e) {
     return error(e.pos, what + " is not callable (" + f.type_name() + ")");
   }
   CERA_ASSIGN_OR_RETURN(CallArgs args, eval_args(e.args));
+  CERA_RETURN_IF_ERROR(charge(e.pos, kCallSteps));
   auto r = f.as_function()(args);
-  if (!r.ok()) {
-    // Errors from macros already carry a position; builtins' errors get the call's.
-    if (r.status().message().rfind("chat template ", 0) == 0) return r.status();
-    return error(e.pos, r.status().message());
-  }
+  if (!r.ok()) return error(e.pos, r.status());
+  CERA_RETURN_IF_ERROR(built(e.pos, *r));
   return r;
 }
 
@@ -382,40 +621,87 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
   if (e.op == Op::kAnd) return a.truthy() ? eval(*e.children[1]) : a;
   if (e.op == Op::kOr) return a.truthy() ? a : eval(*e.children[1]);
   CERA_ASSIGN_OR_RETURN(Value b, eval(*e.children[1]));
+  // Reading the operands: comparing, printing or searching them. Joining two strings or lists
+  // costs what the result costs to build, charged when it is checked (built()).
+  const bool joins =
+      (e.op == Op::kAdd && a.kind() == b.kind() && (a.is_string() || a.is_array())) ||
+      e.op == Op::kConcat;
+  for (const Value* v : {&a, &b})
+    if (!joins || (e.op == Op::kConcat && !v->is_string()))
+      CERA_RETURN_IF_ERROR(charge_reading(e.pos, *v));
+  if ((e.op == Op::kIn || e.op == Op::kNotIn) && b.is_string())  // a substring search
+    CERA_RETURN_IF_ERROR(
+        charge(e.pos, saturating_mul(a.size().bytes, b.size().bytes) / kSearchBytesPerStep));
   const auto type_error = [&](const char* op) {
     return error(e.pos, std::string("unsupported operand types for ") + op + ": '" + a.type_name() +
                             "' and '" + b.type_name() + "'");
   };
+  // Sizes are checked before building what could not be kept anyway.
+  const auto too_large = [&](uint64_t bytes) {
+    return limit_error(e.pos, "a string of " + std::to_string(bytes) + " bytes: larger",
+                       limits_.max_value_bytes, "bytes", "max_value_bytes");
+  };
   const bool both_ints = (a.kind() == ValueKind::kInt || a.kind() == ValueKind::kBool) &&
                          (b.kind() == ValueKind::kInt || b.kind() == ValueKind::kBool);
   const bool both_numbers = a.is_number() && b.is_number();
+  int64_t r = 0;
+  Value result;
   switch (e.op) {
-    case Op::kConcat:
-      return Value(to_display_string(a) + to_display_string(b));
+    case Op::kConcat: {
+      const std::string sa = to_display_string(a), sb = to_display_string(b);
+      if (!fits(sa.size(), sb.size(), limits_.max_value_bytes))
+        return too_large(sa.size() + sb.size());
+      result = Value(sa + sb);
+      break;
+    }
     case Op::kAdd:
-      if (both_ints) return Value(a.as_int() + b.as_int());
+      if (both_ints) {
+        if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) return overflow(e.pos, "+");
+        return Value(r);
+      }
       if (both_numbers) return Value(a.as_double() + b.as_double());
-      if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+      if (a.is_string() && b.is_string()) {
+        if (!fits(a.as_string().size(), b.as_string().size(), limits_.max_value_bytes))
+          return too_large(a.as_string().size() + b.as_string().size());
+        result = Value(a.as_string() + b.as_string());
+        break;
+      }
       if (a.is_array() && b.is_array()) {
-        Array r = a.as_array();
-        r.insert(r.end(), b.as_array().begin(), b.as_array().end());
-        return Value(std::move(r));
+        const uint64_t items = a.size().items + b.size().items;
+        if (items > limits_.max_value_items)
+          return limit_error(e.pos, "a list of " + std::to_string(items) + " items: more",
+                             limits_.max_value_items, "items", "max_value_items");
+        Array joined = a.as_array();
+        joined.insert(joined.end(), b.as_array().begin(), b.as_array().end());
+        result = Value(std::move(joined));
+        break;
       }
       return type_error("+");
     case Op::kSub:
-      if (both_ints) return Value(a.as_int() - b.as_int());
+      if (both_ints) {
+        if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) return overflow(e.pos, "-");
+        return Value(r);
+      }
       if (both_numbers) return Value(a.as_double() - b.as_double());
       return type_error("-");
     case Op::kMul:
-      if (both_ints) return Value(a.as_int() * b.as_int());
+      if (both_ints) {
+        if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) return overflow(e.pos, "*");
+        return Value(r);
+      }
       if (both_numbers) return Value(a.as_double() * b.as_double());
       if ((a.is_string() && b.kind() == ValueKind::kInt) ||
           (a.kind() == ValueKind::kInt && b.is_string())) {
         const std::string& s = a.is_string() ? a.as_string() : b.as_string();
         const int64_t n = a.is_string() ? b.as_int() : a.as_int();
-        std::string r;
-        for (int64_t i = 0; i < n; ++i) r += s;
-        return Value(std::move(r));
+        if (n <= 0 || s.empty()) return Value(std::string());
+        const uint64_t bytes = saturating_mul(s.size(), static_cast<uint64_t>(n));
+        if (bytes > limits_.max_value_bytes) return too_large(bytes);
+        std::string repeated;
+        repeated.reserve(bytes);
+        for (int64_t i = 0; i < n; ++i) repeated += s;
+        result = Value(std::move(repeated));
+        break;
       }
       return type_error("*");
     case Op::kDiv:
@@ -427,6 +713,11 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
       if (!both_numbers) return type_error(e.op == Op::kMod ? "%" : "//");
       if (b.as_double() == 0) return error(e.pos, "division by zero");
       if (both_ints) {
+        if (b.as_int() == -1) {  // INT64_MIN / -1 overflows (and traps on x86)
+          if (e.op == Op::kMod) return Value(int64_t{0});
+          if (a.as_int() == INT64_MIN) return overflow(e.pos, "//");
+          return Value(-a.as_int());
+        }
         const int64_t q = floor_div(a.as_int(), b.as_int());
         return e.op == Op::kFloorDiv ? Value(q) : Value(a.as_int() - q * b.as_int());
       } else {
@@ -435,8 +726,7 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
       }
     case Op::kPow:
       if (both_ints && b.as_int() >= 0) {
-        int64_t r = 1;
-        for (int64_t i = 0; i < b.as_int(); ++i) r *= a.as_int();
+        if (!int_pow(a.as_int(), b.as_int(), r)) return overflow(e.pos, "**");
         return Value(r);
       }
       if (both_numbers) return Value(std::pow(a.as_double(), b.as_double()));
@@ -459,11 +749,11 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
                           : e.op == Op::kLe ? "<="
                           : e.op == Op::kGt ? ">"
                                             : ">=");
-      const bool r = e.op == Op::kLt   ? cmp < 0
-                     : e.op == Op::kLe ? cmp <= 0
-                     : e.op == Op::kGt ? cmp > 0
-                                       : cmp >= 0;
-      return Value(r);
+      const bool less_or_equal = e.op == Op::kLt   ? cmp < 0
+                                 : e.op == Op::kLe ? cmp <= 0
+                                 : e.op == Op::kGt ? cmp > 0
+                                                   : cmp >= 0;
+      return Value(less_or_equal);
     }
     case Op::kIn:
     case Op::kNotIn: {
@@ -484,16 +774,74 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
     default:
       return error(e.pos, "unknown operator");
   }
+  CERA_RETURN_IF_ERROR(built(e.pos, result));
+  return result;
 }
+
+namespace {
+
+// The number of indexes start, start + step, ... strictly before stop (step != 0), computed
+// without overflow.
+uint64_t slice_count(int64_t start, int64_t stop, int64_t step) {
+  const bool up = step > 0;
+  if (up ? start >= stop : start <= stop) return 0;
+  const uint64_t span = up ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                           : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+  const uint64_t stride = up ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  return (span - 1) / stride + 1;
+}
+
+// The code points of `s` at indexes lo, lo + st, ... (count of them, all in range), walking
+// the string once instead of building one string per code point.
+std::string slice_string(const std::string& s, int64_t lo, int64_t st, uint64_t count) {
+  std::string out;
+  if (count == 0) return out;
+  if (is_ascii(s)) {
+    out.reserve(count);
+    for (uint64_t k = 0; k < count; ++k)
+      out += s[static_cast<size_t>(static_cast<uint64_t>(lo) + k * static_cast<uint64_t>(st))];
+    return out;
+  }
+  const auto first = static_cast<uint64_t>(lo);
+  const uint64_t stride = st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
+  const uint64_t last = st > 0 ? first + (count - 1) * stride : first - (count - 1) * stride;
+  const uint64_t low = std::min(first, last);
+  // Calls f on the selected code points in ascending order: `low`, then every stride-th.
+  const auto for_each_selected = [&](auto&& f) {
+    uint64_t index = 0, want = low, left = count;
+    for (size_t i = 0; i < s.size() && left > 0; ++index) {
+      const size_t next = utf8_next(s, i);
+      if (index == want) {
+        f(std::string_view(s).substr(i, next - i));
+        --left;
+        want += left > 0 ? stride : 0;
+      }
+      i = next;
+    }
+  };
+  if (st > 0) {
+    for_each_selected([&](std::string_view c) { out += c; });
+    return out;
+  }
+  size_t bytes = 0;  // a negative step emits them in reverse: size first, then fill from the end
+  for_each_selected([&](std::string_view c) { bytes += c.size(); });
+  out.resize(bytes);
+  size_t end = bytes;
+  for_each_selected([&](std::string_view c) {
+    end -= c.size();
+    out.replace(end, c.size(), c);
+  });
+  return out;
+}
+
+}  // namespace
 
 Result<Value> slice_value(const Value& v, const Value& start, const Value& stop,
                           const Value& step) {
   const bool is_string = v.is_string();
   if (!is_string && !v.is_array())
     return invalid_argument(std::string("cannot slice a ") + v.type_name());
-  std::vector<std::string> chars;
-  if (is_string) chars = utf8_chars(v.as_string());
-  const auto n = static_cast<int64_t>(is_string ? chars.size() : v.as_array().size());
+  const auto n = static_cast<int64_t>(is_string ? utf8_length(v.as_string()) : v.as_array().size());
   for (const Value* b : {&start, &stop, &step})
     if (!b->is_none() && b->kind() != ValueKind::kInt)
       return invalid_argument("slice indices must be integers");
@@ -504,7 +852,7 @@ Result<Value> slice_value(const Value& v, const Value& start, const Value& stop,
     if (b.is_none()) return dflt;
     int64_t i = b.as_int();
     if (i < 0) {
-      i += n;
+      i = i < -n ? -1 : i + n;  // no overflow for INT64_MIN
       if (i < 0) i = st < 0 ? -1 : 0;
     } else if (i >= n) {
       i = st < 0 ? n - 1 : n;
@@ -513,15 +861,15 @@ Result<Value> slice_value(const Value& v, const Value& start, const Value& stop,
   };
   const int64_t lo = adjust(start, st < 0 ? n - 1 : 0);
   const int64_t hi = adjust(stop, st < 0 ? -1 : n);
-  std::string s;
+  const uint64_t count = slice_count(lo, hi, st);
+  if (is_string) return Value(slice_string(v.as_string(), lo, st, count));
   Array a;
-  for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) {
-    if (is_string)
-      s += chars[static_cast<size_t>(i)];
-    else
-      a.push_back(v.as_array()[static_cast<size_t>(i)]);
-  }
-  return is_string ? Value(std::move(s)) : Value(std::move(a));
+  a.reserve(count);
+  const Array& items = v.as_array();
+  for (uint64_t k = 0; k < count; ++k)
+    a.push_back(
+        items[static_cast<size_t>(static_cast<uint64_t>(lo) + k * static_cast<uint64_t>(st))]);
+  return Value(std::move(a));
 }
 
 }  // namespace cera::runtime::chat

@@ -1,9 +1,12 @@
 // Filters (`value | name(args)`) with jinja2's semantics, and `tojson` as transformers defines
 // it (json.dumps with ensure_ascii=False, key order kept, optional indent). Each filter checks
-// its input type and says what it got instead of guessing.
+// its input type and says what it got instead of guessing. Filters whose output can outgrow
+// their input (join, replace, indent, tojson) stop at limits.max_value_bytes while building.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
+#include <unordered_set>
 
 #include "runtime/chat/builtins.h"
 
@@ -43,8 +46,9 @@ Value get_path(const Value& v, const std::string& path) {
       cur = next != nullptr ? *next : Value();
     } else if (cur.is_array() && !part.empty() &&
                std::isdigit(static_cast<unsigned char>(part[0]))) {
-      const size_t i = std::stoul(part);
-      cur = i < cur.as_array().size() ? cur.as_array()[i] : Value();
+      size_t i = 0;
+      const auto r = std::from_chars(part.data(), part.data() + part.size(), i);
+      cur = r.ec == std::errc() && i < cur.as_array().size() ? cur.as_array()[i] : Value();
     } else {
       return Value();
     }
@@ -54,8 +58,9 @@ Value get_path(const Value& v, const std::string& path) {
 }
 
 // select/reject/selectattr/rejectattr share this: keep items whose test (or truthiness) == keep.
-Result<Value> filter_items(const Value& input, const CallArgs& args, bool by_attribute, bool keep) {
-  CERA_ASSIGN_OR_RETURN(Array items, iterate(input));
+Result<Value> filter_items(const Value& input, const CallArgs& args, bool by_attribute, bool keep,
+                           const TemplateLimits& limits) {
+  CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
   size_t first = 0;
   std::string attribute;
   if (by_attribute) {
@@ -94,20 +99,37 @@ std::string python_strip(const std::string& s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-std::string replace_all(const std::string& s, const std::string& from, const std::string& to,
-                        int64_t count) {
+Status string_too_large(const TemplateLimits& limits) {
+  return limit_error("a string longer", limits.max_value_bytes, "bytes", "max_value_bytes");
+}
+
+// Appends `piece` to `out` unless that would pass limits.max_value_bytes.
+Status append_capped(std::string& out, std::string_view piece, const TemplateLimits& limits) {
+  if (!fits(out.size(), piece.size(), limits.max_value_bytes)) return string_too_large(limits);
+  out += piece;
+  return ok_status();
+}
+
+Result<std::string> replace_all(const std::string& s, const std::string& from,
+                                const std::string& to, int64_t count,
+                                const TemplateLimits& limits) {
   std::string out;
-  if (from.empty()) {  // Python inserts `to` around every character
-    const auto chars = utf8_chars(s);
-    int64_t done = 0;
-    for (const std::string& c : chars) {
-      if (count < 0 || done < count) {
-        out += to;
-        ++done;
-      }
-      out += c;
+  if (from.empty()) {  // Python inserts `to` around every character: the size is known first
+    const uint64_t slots = utf8_length(s) + 1;
+    const uint64_t inserts = count < 0 ? slots : std::min<uint64_t>(slots, count);
+    if (to.size() != 0 &&
+        inserts > (limits.max_value_bytes - std::min<uint64_t>(s.size(), limits.max_value_bytes)) /
+                      to.size())
+      return string_too_large(limits);
+    out.reserve(s.size() + inserts * to.size());
+    uint64_t done = 0;
+    for (size_t i = 0; i < s.size();) {
+      if (done++ < inserts) out += to;
+      const size_t next = utf8_next(s, i);
+      out.append(s, i, next - i);
+      i = next;
     }
-    if (count < 0 || done < count) out += to;
+    if (done < inserts) out += to;
     return out;
   }
   size_t pos = 0;
@@ -115,18 +137,82 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   while (count < 0 || done < count) {
     const size_t hit = s.find(from, pos);
     if (hit == std::string::npos) break;
-    out.append(s, pos, hit - pos);
-    out += to;
+    CERA_RETURN_IF_ERROR(append_capped(out, std::string_view(s).substr(pos, hit - pos), limits));
+    CERA_RETURN_IF_ERROR(append_capped(out, to, limits));
     pos = hit + from.size();
     ++done;
   }
-  out.append(s, pos, std::string::npos);
+  CERA_RETURN_IF_ERROR(append_capped(out, std::string_view(s).substr(pos), limits));
+  return out;
+}
+
+// Python's set() semantics for `unique`: 1, 1.0 and True are one key; lists and dicts are
+// unhashable. Hashing keeps it linear (comparing every pair made 1M items take hours).
+struct ScalarHash {
+  size_t operator()(const Value* v) const {
+    if (v->is_string()) return std::hash<std::string>()(v->as_string());
+    if (v->is_none()) return 0x9e3779b9u;
+    if (v->kind() != ValueKind::kFloat) return std::hash<int64_t>()(v->as_int());
+    const double d = v->as_double();  // an integral float hashes as the int it equals
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18)
+      return std::hash<int64_t>()(static_cast<int64_t>(d));
+    return std::hash<double>()(d);
+  }
+};
+struct ScalarEq {
+  bool operator()(const Value* a, const Value* b) const { return a->equals(*b); }
+};
+
+Result<Value> unique(const Value& input, const TemplateLimits& limits) {
+  CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
+  std::unordered_set<const Value*, ScalarHash, ScalarEq> seen;
+  Array out;
+  for (const Value& v : items) {
+    const ValueKind k = v.kind();
+    if (k != ValueKind::kNone && k != ValueKind::kBool && k != ValueKind::kInt &&
+        k != ValueKind::kFloat && k != ValueKind::kString)
+      return invalid_argument(std::string("unique: unhashable type: '") + v.type_name() + "'");
+    if (seen.insert(&v).second) out.push_back(v);
+  }
+  return Value(std::move(out));
+}
+
+// The first or last element without copying the input (a string's code point, a dict's key).
+Value first_or_last(const Value& input, bool first) {
+  if (input.is_array()) {
+    const Array& a = input.as_array();
+    if (a.empty()) return Value();
+    return first ? a.front() : a.back();
+  }
+  if (input.is_object()) {
+    const auto& e = input.as_object().entries;
+    if (e.empty()) return Value();
+    return Value(first ? e.front().first : e.back().first);
+  }
+  const std::string& s = input.as_string();
+  if (s.empty()) return Value();
+  size_t start = 0;
+  if (!first)
+    for (size_t i = 0; i < s.size(); i = utf8_next(s, i)) start = i;
+  return Value(s.substr(start, utf8_next(s, start) - start));
+}
+
+// The code points of `s` in reverse order, written from the end (no per-character strings).
+std::string reverse_string(const std::string& s) {
+  std::string out(s.size(), '\0');
+  for (size_t i = 0; i < s.size();) {
+    const size_t next = utf8_next(s, i);
+    std::copy(s.begin() + static_cast<std::ptrdiff_t>(i),
+              s.begin() + static_cast<std::ptrdiff_t>(next),
+              out.end() - static_cast<std::ptrdiff_t>(next));
+    i = next;
+  }
   return out;
 }
 
 }  // namespace
 
-Result<Array> iterate(const Value& v) {
+Result<Array> iterate(const Value& v, const TemplateLimits& limits) {
   switch (v.kind()) {
     case ValueKind::kUndefined:
       return Array{};
@@ -138,8 +224,19 @@ Result<Array> iterate(const Value& v) {
       return keys;
     }
     case ValueKind::kString: {
+      // One element per code point: check the count before building ~100 bytes per byte.
+      const std::string& s = v.as_string();
+      const size_t n = utf8_length(s);
+      if (n > limits.max_value_items)
+        return limit_error("iterating a string of " + std::to_string(n) + " characters: more items",
+                           limits.max_value_items, "items", "max_value_items");
       Array chars;
-      for (std::string& c : utf8_chars(v.as_string())) chars.emplace_back(std::move(c));
+      chars.reserve(n);
+      for (size_t i = 0; i < s.size();) {
+        const size_t next = utf8_next(s, i);
+        chars.emplace_back(s.substr(i, next - i));
+        i = next;
+      }
       return chars;
     }
     default:
@@ -147,7 +244,17 @@ Result<Array> iterate(const Value& v) {
   }
 }
 
-Result<Value> apply_filter(std::string_view name, const Value& input, const CallArgs& args) {
+bool is_constant_time_filter(std::string_view name, const Value& input) {
+  for (std::string_view n : {"safe", "default", "d", "first", "abs"})
+    if (n == name) return true;
+  // Of a string, these walk or copy it; of a list, dict or number they do not.
+  for (std::string_view n : {"length", "count", "last", "int", "float"})
+    if (n == name) return !input.is_string();
+  return false;
+}
+
+Result<Value> apply_filter(std::string_view name, const Value& input, const CallArgs& args,
+                           const TemplateLimits& limits) {
   const auto need_string = [&]() -> Status {
     return input.is_string() ? ok_status() : type_error(name, input);
   };
@@ -159,7 +266,7 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     if (chars.is_string()) {
       CallArgs strip_args;
       strip_args.positional.push_back(chars);
-      return call_method(input, "strip", strip_args);
+      return call_method(input, "strip", strip_args, limits);
     }
     return Value(python_strip(input.as_string()));
   }
@@ -192,11 +299,13 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     const Value from = arg(args, 0, "old"), to = arg(args, 1, "new"),
                 count = arg(args, 2, "count", Value::none());
     if (!from.is_string() || !to.is_string()) return invalid_argument("replace needs two strings");
-    return Value(replace_all(input.as_string(), from.as_string(), to.as_string(),
-                             count.is_none() ? -1 : count.as_int()));
+    CERA_ASSIGN_OR_RETURN(std::string out,
+                          replace_all(input.as_string(), from.as_string(), to.as_string(),
+                                      count.is_none() ? -1 : count.as_int(), limits));
+    return Value(std::move(out));
   }
   if (name == "length" || name == "count") {
-    if (input.is_string()) return Value(static_cast<int64_t>(utf8_chars(input.as_string()).size()));
+    if (input.is_string()) return Value(static_cast<int64_t>(utf8_length(input.as_string())));
     if (input.is_array()) return Value(static_cast<int64_t>(input.as_array().size()));
     if (input.is_object()) return Value(static_cast<int64_t>(input.as_object().entries.size()));
     if (input.is_undefined()) return Value(int64_t{0});
@@ -212,25 +321,33 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     const Value indent = arg(args, 0, "indent", Value::none());
     if (!indent.is_none() && indent.kind() != ValueKind::kInt)
       return invalid_argument("tojson: indent must be an int");
-    CERA_ASSIGN_OR_RETURN(
-        std::string json,
-        to_json(input, indent.is_none() ? -1 : static_cast<int>(indent.as_int())));
+    // Each line of the output holds at least the indent: a wider one cannot fit.
+    const int64_t width = indent.is_none() ? -1 : std::max<int64_t>(indent.as_int(), 0);
+    if (width > static_cast<int64_t>(std::min<uint64_t>(limits.max_value_bytes, INT32_MAX)))
+      return string_too_large(limits);
+    CERA_ASSIGN_OR_RETURN(std::string json,
+                          to_json(input, static_cast<int>(width), limits.max_value_bytes));
     return Value(std::move(json));
   }
   if (name == "first" || name == "last") {
-    CERA_ASSIGN_OR_RETURN(Array items, iterate(input));
-    if (items.empty()) return Value();
-    return name == "first" ? items.front() : items.back();
+    if (!input.is_array() && !input.is_object() && !input.is_string()) {
+      CERA_RETURN_IF_ERROR(iterate(input, limits).status());  // the type error
+      return Value();
+    }
+    return first_or_last(input, name == "first");
   }
   if (name == "join") {
-    CERA_ASSIGN_OR_RETURN(Array items, iterate(input));
-    const Value sep = arg(args, 0, "d", Value(""));
+    CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
+    const std::string sep = to_display_string(arg(args, 0, "d", Value("")));
     const Value attribute = arg(args, 1, "attribute", Value::none());
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
-      if (i > 0) out += to_display_string(sep);
-      out += to_display_string(attribute.is_string() ? get_path(items[i], attribute.as_string())
-                                                     : items[i]);
+      if (i > 0) CERA_RETURN_IF_ERROR(append_capped(out, sep, limits));
+      CERA_RETURN_IF_ERROR(append_capped(
+          out,
+          to_display_string(attribute.is_string() ? get_path(items[i], attribute.as_string())
+                                                  : items[i]),
+          limits));
     }
     return Value(std::move(out));
   }
@@ -242,30 +359,18 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     return Value(std::move(out));
   }
   if (name == "list") {
-    CERA_ASSIGN_OR_RETURN(Array items, iterate(input));
+    CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
     return Value(std::move(items));
   }
   if (name == "reverse") {
-    if (input.is_string()) {
-      auto chars = utf8_chars(input.as_string());
-      std::string out;
-      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
-      return Value(std::move(out));
-    }
-    CERA_ASSIGN_OR_RETURN(Array items, iterate(input));
+    if (input.is_string()) return Value(reverse_string(input.as_string()));
+    CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
     std::reverse(items.begin(), items.end());
     return Value(std::move(items));
   }
-  if (name == "unique") {
-    CERA_ASSIGN_OR_RETURN(Array items, iterate(input));
-    Array out;
-    for (const Value& v : items)
-      if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return o.equals(v); }))
-        out.push_back(v);
-    return Value(std::move(out));
-  }
+  if (name == "unique") return unique(input, limits);
   if (name == "map") {
-    CERA_ASSIGN_OR_RETURN(Array items, iterate(input));
+    CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
     Array out;
     if (const Value* attribute = args.keyword_arg("attribute")) {
       const Value fallback = arg(args, 99, "default");
@@ -280,16 +385,28 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     CallArgs rest;
     rest.positional.assign(args.positional.begin() + 1, args.positional.end());
     rest.keyword = args.keyword;
+    // Each result is within the limits, but together they could hold any number of them.
+    ValueSize total;
     for (const Value& v : items) {
-      CERA_ASSIGN_OR_RETURN(Value mapped, apply_filter(args.positional[0].as_string(), v, rest));
+      CERA_ASSIGN_OR_RETURN(Value mapped,
+                            apply_filter(args.positional[0].as_string(), v, rest, limits));
+      const ValueSize size = mapped.size();
+      total.items += size.items + 1;
+      total.bytes += size.bytes;
+      if (total.bytes > limits.max_value_bytes)
+        return limit_error("map() results larger", limits.max_value_bytes, "bytes",
+                           "max_value_bytes");
+      if (total.items > limits.max_value_items)
+        return limit_error("map() results with more", limits.max_value_items, "items",
+                           "max_value_items");
       out.push_back(std::move(mapped));
     }
     return Value(std::move(out));
   }
-  if (name == "select") return filter_items(input, args, false, true);
-  if (name == "reject") return filter_items(input, args, false, false);
-  if (name == "selectattr") return filter_items(input, args, true, true);
-  if (name == "rejectattr") return filter_items(input, args, true, false);
+  if (name == "select") return filter_items(input, args, false, true, limits);
+  if (name == "reject") return filter_items(input, args, false, false, limits);
+  if (name == "selectattr") return filter_items(input, args, true, true, limits);
+  if (name == "rejectattr") return filter_items(input, args, true, false, limits);
   if (name == "int") {
     const Value fallback = arg(args, 0, "default", Value(int64_t{0}));
     if (input.is_number()) return Value(input.as_int());
@@ -326,7 +443,7 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     return type_error(name, input);
   }
   if (name == "sum") {
-    CERA_ASSIGN_OR_RETURN(Array items, iterate(input));
+    CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
     const Value attribute = arg(args, 0, "attribute", Value::none());
     Value total = arg(args, 1, "start", Value(int64_t{0}));
     for (const Value& v0 : items) {
@@ -334,8 +451,10 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
       if (!v.is_number() || !total.is_number()) return invalid_argument("sum needs numbers");
       if (v.kind() == ValueKind::kFloat || total.kind() == ValueKind::kFloat)
         total = Value(total.as_double() + v.as_double());
+      else if (int64_t t = 0; !__builtin_add_overflow(total.as_int(), v.as_int(), &t))
+        total = Value(t);
       else
-        total = Value(total.as_int() + v.as_int());
+        return out_of_range("sum: integer overflow");
     }
     return total;
   }
@@ -344,9 +463,12 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     const Value width = arg(args, 0, "width", Value(int64_t{4}));
     const bool first = arg(args, 1, "first", Value(false)).truthy();
     const bool blank = arg(args, 2, "blank", Value(false)).truthy();
-    const std::string pad = width.is_string()
-                                ? width.as_string()
-                                : std::string(static_cast<size_t>(width.as_int()), ' ');
+    if (!width.is_string() && !width.is_number())
+      return invalid_argument("indent: width must be an int or a string");
+    const int64_t spaces = width.is_string() ? 0 : std::max<int64_t>(width.as_int(), 0);
+    if (static_cast<uint64_t>(spaces) > limits.max_value_bytes) return string_too_large(limits);
+    const std::string pad =
+        width.is_string() ? width.as_string() : std::string(static_cast<size_t>(spaces), ' ');
     std::string out;
     const std::string& s = input.as_string();
     size_t start = 0;
@@ -355,9 +477,10 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
       const size_t nl = s.find('\n', start);
       const std::string line =
           s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-      if (!first_line) out += '\n';
-      if ((first_line ? first : true) && (blank || !python_strip(line).empty())) out += pad;
-      out += line;
+      if (!first_line) CERA_RETURN_IF_ERROR(append_capped(out, "\n", limits));
+      if ((first_line ? first : true) && (blank || !python_strip(line).empty()))
+        CERA_RETURN_IF_ERROR(append_capped(out, pad, limits));
+      CERA_RETURN_IF_ERROR(append_capped(out, line, limits));
       first_line = false;
       if (nl == std::string::npos) break;
       start = nl + 1;

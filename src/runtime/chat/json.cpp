@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "format/json.h"
+#include "runtime/chat/limits.h"
 #include "runtime/chat/value.h"
 
 namespace cera::runtime::chat {
@@ -48,10 +49,29 @@ void write_json_string(const std::string& s, std::string& out) {
   out += '"';
 }
 
-Status write_json(const Value& v, int indent, int depth, std::string& out) {
-  const auto newline = [&](int d) {
+struct JsonWriter {
+  int indent;
+  uint64_t max_bytes;
+  std::string out;
+};
+
+Status too_long(const JsonWriter& w) {
+  return limit_error("a JSON text longer", w.max_bytes, "bytes", "max_value_bytes");
+}
+
+Status check_size(const JsonWriter& w) {
+  return w.out.size() > w.max_bytes ? too_long(w) : ok_status();
+}
+
+Status write_json(const Value& v, int depth, JsonWriter& w) {
+  std::string& out = w.out;
+  const int indent = w.indent;
+  const auto newline = [&](int d) -> Status {
+    const uint64_t pad = static_cast<uint64_t>(indent) * static_cast<uint64_t>(d);
+    if (!fits(out.size(), pad + 1, w.max_bytes)) return too_long(w);
     out += '\n';
-    out.append(static_cast<size_t>(indent * d), ' ');
+    out.append(static_cast<size_t>(pad), ' ');
+    return ok_status();
   };
   const char* item_sep = indent < 0 ? ", " : ",";
   switch (v.kind()) {
@@ -86,10 +106,11 @@ Status write_json(const Value& v, int indent, int depth, std::string& out) {
       out += '[';
       for (size_t i = 0; i < a.size(); ++i) {
         if (i > 0) out += item_sep;
-        if (indent >= 0) newline(depth + 1);
-        CERA_RETURN_IF_ERROR(write_json(a[i], indent, depth + 1, out));
+        if (indent >= 0) CERA_RETURN_IF_ERROR(newline(depth + 1));
+        CERA_RETURN_IF_ERROR(write_json(a[i], depth + 1, w));
+        CERA_RETURN_IF_ERROR(check_size(w));
       }
-      if (indent >= 0) newline(depth);
+      if (indent >= 0) CERA_RETURN_IF_ERROR(newline(depth));
       out += ']';
       return ok_status();
     }
@@ -106,12 +127,13 @@ Status write_json(const Value& v, int indent, int depth, std::string& out) {
       for (const auto& [k, e] : o.entries) {
         if (!first) out += item_sep;
         first = false;
-        if (indent >= 0) newline(depth + 1);
+        if (indent >= 0) CERA_RETURN_IF_ERROR(newline(depth + 1));
         write_json_string(k, out);
         out += ": ";
-        CERA_RETURN_IF_ERROR(write_json(e, indent, depth + 1, out));
+        CERA_RETURN_IF_ERROR(write_json(e, depth + 1, w));
+        CERA_RETURN_IF_ERROR(check_size(w));
       }
-      if (indent >= 0) newline(depth);
+      if (indent >= 0) CERA_RETURN_IF_ERROR(newline(depth));
       out += '}';
       return ok_status();
     }
@@ -140,9 +162,9 @@ Value from_json(const format::JsonValue& j) {
       return Value(std::move(a));
     }
     case format::JsonKind::kObject: {
-      Object o;
-      for (const auto& [key, value] : *j.as_object()) o.set(key, from_json(value));
-      return Value(std::move(o));
+      std::vector<std::pair<std::string, Value>> entries;
+      for (const auto& [key, value] : *j.as_object()) entries.emplace_back(key, from_json(value));
+      return Value(make_object(std::move(entries)));
     }
   }
   return Value::none();
@@ -150,10 +172,11 @@ Value from_json(const format::JsonValue& j) {
 
 }  // namespace
 
-Result<std::string> to_json(const Value& v, int indent) {
-  std::string out;
-  CERA_RETURN_IF_ERROR(write_json(v, indent, 0, out));
-  return out;
+Result<std::string> to_json(const Value& v, int indent, uint64_t max_bytes) {
+  JsonWriter w{indent, max_bytes, {}};
+  CERA_RETURN_IF_ERROR(write_json(v, 0, w));
+  CERA_RETURN_IF_ERROR(check_size(w));
+  return std::move(w.out);
 }
 
 Result<Value> parse_json(std::string_view text) {

@@ -1,9 +1,12 @@
 // Recursive-descent parser over the lexer's tokens. Statement tags are parsed by name; block
-// statements collect their body until one of the closing names they expect.
+// statements collect their body until one of the closing names they expect. Every recursion and
+// every link of a left-deep chain (`a + b + c`, `x | f | g`, `a.b.c`) takes one level of the
+// depth budget, so neither the parser's stack nor the tree's height can grow without bound.
 #include "runtime/chat/parser.h"
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <initializer_list>
 
 namespace cera::runtime::chat {
@@ -11,7 +14,8 @@ namespace {
 
 class Parser {
  public:
-  explicit Parser(const std::vector<Token>& tokens) : t_(tokens) {}
+  Parser(const std::vector<Token>& tokens, const TemplateLimits& limits)
+      : t_(tokens), max_depth_(limits.max_depth) {}
 
   Result<Body> parse_all() {
     std::string end;
@@ -20,6 +24,27 @@ class Parser {
   }
 
  private:
+  // Levels taken from the depth budget, given back when the object goes out of scope. A chain
+  // takes one more level per link (take()); a recursion takes one on entry.
+  class Levels {
+   public:
+    explicit Levels(Parser& p) : p_(p) {}
+    Levels(const Levels&) = delete;
+    Levels& operator=(const Levels&) = delete;
+    ~Levels() { p_.depth_ -= taken_; }
+    Status take() {
+      ++taken_;
+      if (++p_.depth_ > p_.max_depth_)
+        return limit_error(p_.peek().pos, "nesting deeper", static_cast<uint64_t>(p_.max_depth_),
+                           "levels", "max_depth");
+      return ok_status();
+    }
+
+   private:
+    Parser& p_;
+    int taken_ = 0;
+  };
+
   const Token& peek(size_t ahead = 0) const { return t_[std::min(i_ + ahead, t_.size() - 1)]; }
   const Token& next() { return t_[std::min(i_++, t_.size() - 1)]; }
   bool at_op(std::string_view op, size_t ahead = 0) const {
@@ -71,6 +96,8 @@ class Parser {
   // Statements until a {% name %} with name in `ends`; `ended_by` receives that name. An empty
   // `ends` parses to the end of the template.
   Result<Body> parse_body(std::initializer_list<std::string_view> ends, std::string& ended_by) {
+    Levels level(*this);
+    CERA_RETURN_IF_ERROR(level.take());
     Body body;
     while (true) {
       const Token& t = peek();
@@ -139,15 +166,22 @@ class Parser {
       CERA_RETURN_IF_ERROR(parse_targets(s->targets));
       if (!at_name("in")) return error_at(peek(), "expected 'in'" + found());
       ++i_;
-      // The iterable stops before a trailing `if` (the loop filter), so no inline-if here.
-      CERA_ASSIGN_OR_RETURN(s->expr, parse_or());
+      // The iterable stops before a trailing `if` (the loop filter), so no inline-if here; it
+      // takes the level parse_expression() would have.
+      {
+        Levels level(*this);
+        CERA_RETURN_IF_ERROR(level.take());
+        CERA_ASSIGN_OR_RETURN(s->expr, parse_or());
+      }
       if (at_name("if")) {
         ++i_;
         CERA_ASSIGN_OR_RETURN(s->filter, parse_expression());
       }
       if (at_name("recursive")) return error_at(peek(), "unsupported: recursive loops");
       CERA_RETURN_IF_ERROR(expect_stmt_end());
+      const uint64_t loop_names_before = loop_names_;
       CERA_ASSIGN_OR_RETURN(s->body, parse_body({"else", "endfor"}, ended_by));
+      s->uses_loop = loop_names_ != loop_names_before;
       if (ended_by == "else") {
         CERA_RETURN_IF_ERROR(expect_stmt_end());
         CERA_ASSIGN_OR_RETURN(s->else_body, parse_body({"endfor"}, ended_by));
@@ -229,6 +263,8 @@ class Parser {
   // `a, b` without parentheses is a tuple in set statements.
   Result<ExprPtr> parse_tuple_or_expression() {
     const SourcePos pos = peek().pos;
+    Levels level(*this);  // a tuple nests its elements one level deeper
+    CERA_RETURN_IF_ERROR(level.take());
     CERA_ASSIGN_OR_RETURN(ExprPtr first, parse_expression());
     if (!at_op(",")) return first;
     ExprPtr tuple = make(ExprKind::kTuple, pos);
@@ -242,8 +278,11 @@ class Parser {
   }
 
   Result<ExprPtr> parse_expression() {
+    Levels levels(*this);
+    CERA_RETURN_IF_ERROR(levels.take());
     CERA_ASSIGN_OR_RETURN(ExprPtr e, parse_or());
     while (at_name("if")) {
+      CERA_RETURN_IF_ERROR(levels.take());
       const SourcePos pos = next().pos;
       ExprPtr cond = make(ExprKind::kCondition, pos);
       CERA_ASSIGN_OR_RETURN(ExprPtr test, parse_or());
@@ -269,8 +308,10 @@ class Parser {
   }
 
   Result<ExprPtr> parse_or() {
+    Levels chain(*this);
     CERA_ASSIGN_OR_RETURN(ExprPtr e, parse_and());
     while (at_name("or")) {
+      CERA_RETURN_IF_ERROR(chain.take());
       const SourcePos pos = next().pos;
       CERA_ASSIGN_OR_RETURN(ExprPtr r, parse_and());
       e = binary(Op::kOr, pos, std::move(e), std::move(r));
@@ -279,8 +320,10 @@ class Parser {
   }
 
   Result<ExprPtr> parse_and() {
+    Levels chain(*this);
     CERA_ASSIGN_OR_RETURN(ExprPtr e, parse_not());
     while (at_name("and")) {
+      CERA_RETURN_IF_ERROR(chain.take());
       const SourcePos pos = next().pos;
       CERA_ASSIGN_OR_RETURN(ExprPtr r, parse_not());
       e = binary(Op::kAnd, pos, std::move(e), std::move(r));
@@ -290,6 +333,8 @@ class Parser {
 
   Result<ExprPtr> parse_not() {
     if (at_name("not")) {
+      Levels level(*this);
+      CERA_RETURN_IF_ERROR(level.take());
       const SourcePos pos = next().pos;
       CERA_ASSIGN_OR_RETURN(ExprPtr operand, parse_not());
       ExprPtr e = make(ExprKind::kUnary, pos);
@@ -301,6 +346,7 @@ class Parser {
   }
 
   Result<ExprPtr> parse_compare() {
+    Levels chain(*this);
     CERA_ASSIGN_OR_RETURN(ExprPtr e, parse_math1());
     while (true) {
       const SourcePos pos = peek().pos;
@@ -322,6 +368,7 @@ class Parser {
       else if (at_name("not") && at_name("in", 1))
         op = Op::kNotIn;
       if (op == Op::kNone) return e;
+      CERA_RETURN_IF_ERROR(chain.take());
       i_ += op == Op::kNotIn ? 2 : 1;
       CERA_ASSIGN_OR_RETURN(ExprPtr r, parse_math1());
       e = binary(op, pos, std::move(e), std::move(r));
@@ -329,8 +376,10 @@ class Parser {
   }
 
   Result<ExprPtr> parse_math1() {
+    Levels chain(*this);
     CERA_ASSIGN_OR_RETURN(ExprPtr e, parse_concat());
     while (at_op("+") || at_op("-")) {
+      CERA_RETURN_IF_ERROR(chain.take());
       const Token& t = next();
       CERA_ASSIGN_OR_RETURN(ExprPtr r, parse_concat());
       e = binary(t.text == "+" ? Op::kAdd : Op::kSub, t.pos, std::move(e), std::move(r));
@@ -339,8 +388,10 @@ class Parser {
   }
 
   Result<ExprPtr> parse_concat() {
+    Levels chain(*this);
     CERA_ASSIGN_OR_RETURN(ExprPtr e, parse_math2());
     while (at_op("~")) {
+      CERA_RETURN_IF_ERROR(chain.take());
       const SourcePos pos = next().pos;
       CERA_ASSIGN_OR_RETURN(ExprPtr r, parse_math2());
       e = binary(Op::kConcat, pos, std::move(e), std::move(r));
@@ -349,8 +400,10 @@ class Parser {
   }
 
   Result<ExprPtr> parse_math2() {
+    Levels chain(*this);
     CERA_ASSIGN_OR_RETURN(ExprPtr e, parse_pow());
     while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
+      CERA_RETURN_IF_ERROR(chain.take());
       const Token& t = next();
       const Op op = t.text == "*"    ? Op::kMul
                     : t.text == "/"  ? Op::kDiv
@@ -363,8 +416,10 @@ class Parser {
   }
 
   Result<ExprPtr> parse_pow() {
+    Levels chain(*this);
     CERA_ASSIGN_OR_RETURN(ExprPtr e, parse_unary(true));
     while (at_op("**")) {
+      CERA_RETURN_IF_ERROR(chain.take());
       const SourcePos pos = next().pos;
       CERA_ASSIGN_OR_RETURN(ExprPtr r, parse_unary(true));
       e = binary(Op::kPow, pos, std::move(e), std::move(r));
@@ -374,7 +429,9 @@ class Parser {
 
   Result<ExprPtr> parse_unary(bool with_filter) {
     ExprPtr e;
+    Levels level(*this);
     if (at_op("-") || at_op("+")) {
+      CERA_RETURN_IF_ERROR(level.take());
       const Token& t = next();
       CERA_ASSIGN_OR_RETURN(ExprPtr operand, parse_unary(false));
       e = make(ExprKind::kUnary, t.pos);
@@ -403,6 +460,7 @@ class Parser {
         else {
           e->kind = ExprKind::kName;
           e->name = t.text;
+          if (e->name == "loop") ++loop_names_;
         }
         return e;
       }
@@ -426,7 +484,8 @@ class Parser {
       case TokenKind::kFloat: {
         ++i_;
         ExprPtr e = make(ExprKind::kLiteral, t.pos);
-        e->literal = Value(std::stod(t.text));
+        // strtod, not stod: 1e999 is inf (as in Python), not an exception.
+        e->literal = Value(std::strtod(t.text.c_str(), nullptr));
         return e;
       }
       case TokenKind::kOperator:
@@ -509,14 +568,20 @@ class Parser {
   }
 
   Result<ExprPtr> parse_postfix(ExprPtr e) {
+    Levels chain(*this);
     while (true) {
+      if (at_op(".") || at_op("[") || at_op("(")) CERA_RETURN_IF_ERROR(chain.take());
       if (at_op(".")) {
         const SourcePos pos = next().pos;
         ExprPtr g = make(ExprKind::kGetAttr, pos);
         if (peek().kind == TokenKind::kInt) {  // foo.0 means foo[0] in jinja
           g->kind = ExprKind::kGetItem;
           ExprPtr idx = make(ExprKind::kLiteral, pos);
-          idx->literal = Value(static_cast<int64_t>(std::stoll(next().text)));
+          const Token& index = next();
+          int64_t v = 0;
+          auto r = std::from_chars(index.text.data(), index.text.data() + index.text.size(), v);
+          if (r.ec != std::errc()) return error_at(index, "integer literal out of range");
+          idx->literal = Value(v);
           g->children.push_back(std::move(e));
           g->children.push_back(std::move(idx));
         } else {
@@ -565,7 +630,9 @@ class Parser {
   }
 
   Result<ExprPtr> parse_filters_and_tests(ExprPtr e) {
+    Levels chain(*this);
     while (true) {
+      if (at_op("|") || at_name("is")) CERA_RETURN_IF_ERROR(chain.take());
       if (at_op("|")) {
         const SourcePos pos = next().pos;
         ExprPtr f = make(ExprKind::kFilter, pos);
@@ -607,12 +674,15 @@ class Parser {
 
   const std::vector<Token>& t_;
   size_t i_ = 0;
+  const int max_depth_;
+  int depth_ = 0;            // levels taken now (see Levels)
+  uint64_t loop_names_ = 0;  // `loop` names parsed so far (for Stmt::uses_loop)
 };
 
 }  // namespace
 
-Result<Body> parse_template(const std::vector<Token>& tokens) {
-  return Parser(tokens).parse_all();
+Result<Body> parse_template(const std::vector<Token>& tokens, const TemplateLimits& limits) {
+  return Parser(tokens, limits).parse_all();
 }
 
 }  // namespace cera::runtime::chat

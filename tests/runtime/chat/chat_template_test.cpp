@@ -53,8 +53,10 @@ TEST(ChatTemplate, RenderErrorsCarryPositions) {
   EXPECT_EQ(render_or_error("{% for x in none %}{% endfor %}"),
             "RENDER: chat template 1:13: 'NoneType' object is not iterable");
   EXPECT_EQ(render_or_error("{{ 1 // 0 }}"), "RENDER: chat template 1:6: division by zero");
+  // Runaway recursion ends at the nesting limit: each call nests the macro's body once more.
   EXPECT_EQ(render_or_error("{% macro m(a) %}{{ m(a) }}{% endmacro %}{{ m(1) }}"),
-            "RENDER: chat template 1:4: macro recursion deeper than 200 calls");
+            "RENDER: chat template 1:20: nesting deeper than the limit of 256 levels "
+            "(TemplateLimits::max_depth)");
 }
 
 TEST(ChatTemplate, WhitespaceControlMatchesJinja2Defaults) {
