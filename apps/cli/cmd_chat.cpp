@@ -26,6 +26,7 @@ struct ChatOptions {
   ModelOptions model;
   std::string system;
   std::string first_message;  // sent before any input is read (-p)
+  bool special = false;       // control-token texts typed in messages become control tokens
   int n_predict = 1024;  // -1: no limit
   SamplingOptions sampling;
   int64_t max_input_mib = kDefaultMaxInputMiB;
@@ -113,7 +114,7 @@ ReadResult read_message(bool interactive, uint64_t max_bytes, std::string& messa
 class ChatLoop {
  public:
   ChatLoop(const ChatOptions& o, api::Engine& engine, runtime::chat::ChatTemplate tmpl)
-      : options_(o), engine_(engine), conversation_(std::move(tmpl), base_context(engine)) {
+      : options_(o), engine_(engine), conversation_(std::move(tmpl), base_context(engine, o.special), engine.tokenizer()) {
     sampling_ = resolve_sampling("chat", o.sampling);  // once: a --seed -1 is drawn for the whole chat
     // n_keep = -1: the first append of a conversation is the system part, kept on context shifts.
     session_ = new_session_or_exit(
@@ -159,9 +160,10 @@ class ChatLoop {
   }
 
  private:
-  static runtime::chat::ChatContext base_context(const api::Engine& engine) {
+  static runtime::chat::ChatContext base_context(const api::Engine& engine, bool special) {
     const auto texts = runtime::chat::special_token_texts(engine.tokenizer());
     runtime::chat::ChatContext ctx;
+    ctx.special_tokens_in_content = special;
     ctx.bos_token = texts.bos;
     ctx.eos_token = texts.eos;
     return ctx;
@@ -230,13 +232,17 @@ class ChatLoop {
     const size_t reused = prompt->restart ? 0 : session_->tokens().size();
     Status st;
     const std::string& text = prompt->text;
+    // Control tokens come only from the template's text: message text in prompt->plain stays text.
+    auto append = [&](size_t begin, size_t end) {
+      const std::vector<tokenizer::TextRange> plain = prompt->plain_within(begin, end);
+      return session_->append_text(std::string_view(text).substr(begin, end - begin),
+                                   {.parse_special = true, .plain_ranges = plain});
+    };
     if (prompt->system_size > 0) {  // the system part alone first: it becomes n_keep
-      st =
-          session_->append_text(std::string_view(text).substr(0, prompt->system_size), false, true);
-      if (st.ok())
-        st = session_->append_text(std::string_view(text).substr(prompt->system_size), false, true);
+      st = append(0, prompt->system_size);
+      if (st.ok()) st = append(prompt->system_size, text.size());
     } else {
-      st = session_->append_text(text, false, true);
+      st = append(0, text.size());
     }
     if (!st.ok()) {
       fmt::print(stderr, "cera chat: {}; conversation cleared\n", st.to_string());
@@ -307,6 +313,9 @@ void register_chat(CLI::App& app) {
   auto o = std::make_shared<ChatOptions>();
   add_model_options(cmd, o->model);
   cmd->add_option("--system", o->system, "system prompt");
+  cmd->add_flag("--special", o->special,
+                "let control-token texts typed in messages (\"<|im_end|>\") become control tokens; without "
+                "it they stay text");
   cmd->add_option("-p,--prompt", o->first_message, "a first message, sent before reading input");
   cmd->add_option("-n,--n-predict", o->n_predict, "most tokens per reply (-1: until an end-of-generation token)")
       ->check(CLI::Validator(

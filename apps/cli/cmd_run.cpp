@@ -25,6 +25,7 @@ struct RunOptions {
   int n_keep = 0;
   int64_t max_input_mib = kDefaultMaxInputMiB;
   bool ignore_eos = false;
+  bool truncate_prompt = false;  // a prompt longer than the context loses its middle
   bool no_bos = false;
   bool special = false;
   std::vector<std::string> stop;
@@ -48,7 +49,11 @@ void run(const RunOptions& o) {
   const runtime::SamplingParams sampling = resolve_sampling("run", o.sampling);
   auto engine = load_engine_or_exit("run", o.model);
   auto session = new_session_or_exit(
-      "run", *engine, {.n_ctx = o.model.ctx, .n_batch = o.model.batch, .n_keep = o.n_keep, .context_shift = true});
+      "run", *engine, {.n_ctx = o.model.ctx,
+                        .n_batch = o.model.batch,
+                        .n_keep = o.n_keep,
+                        .context_shift = true,
+                        .truncate_long_prompt = o.truncate_prompt});
   // The session keeps at most half the context on a shift: more is not what was asked for.
   if (o.n_keep > session->n_ctx() / 2) {
     fail("run", invalid_argument(fmt::format("--n-keep {}: must be from -1 to {} (half the context of {} tokens; "
@@ -72,13 +77,22 @@ void run(const RunOptions& o) {
     if (!o.system.empty()) messages.push_back(runtime::chat::make_message("system", o.system));
     messages.push_back(runtime::chat::make_message("user", prompt));
     ctx.messages = runtime::chat::Value(std::move(messages));
-    auto text = tmpl->render(ctx);
-    if (!text.ok()) fail("run", text.status());
-    st = session->append_text(*text, false, true);
+    ctx.special_tokens_in_content = o.special;  // else the prompt's "<|im_end|>" stays text
+    auto rendered = tmpl->render_prompt(ctx, engine->tokenizer());
+    if (!rendered.ok()) fail("run", rendered.status());
+    st = session->append_text(rendered->text, {.parse_special = true, .plain_ranges = rendered->plain});
   } else {
     st = session->append_text(prompt, add_bos, o.special);
   }
+  if (st.code() == ErrorCode::kOutOfRange) {
+    fail("run", out_of_range(st.message() + " (-c N sets the context" +
+                             (o.truncate_prompt ? std::string(")") : ", --truncate-prompt drops the prompt's middle)")));
+  }
   if (!st.ok()) fail("run", st);
+  if (const int64_t dropped = session->stats().n_prompt_tokens_dropped; dropped > 0) {
+    fmt::print(stderr, "prompt truncated: {} tokens from its middle dropped, {} kept (--truncate-prompt)\n", dropped,
+               session->stats().n_prompt_tokens);
+  }
   g_running = session.get();
   std::signal(SIGINT, on_sigint);
   runtime::Session* running = session.get();
@@ -128,7 +142,12 @@ void register_run(CLI::App& app) {
   cmd->add_option("--stop", o->stop, "stop before this string (repeatable)");
   cmd->add_flag("--no-bos", o->no_bos, "do not add BOS even if the vocabulary asks for it");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "generate all -n tokens, past end-of-generation tokens");
-  cmd->add_flag("--special", o->special, "parse special-token texts in the prompt");
+  cmd->add_flag("--truncate-prompt", o->truncate_prompt,
+                "a prompt longer than the context keeps its first --n-keep tokens (at least BOS) and its last "
+                "(ctx - those) / 2 tokens instead of failing");
+  cmd->add_flag("--special", o->special,
+                "parse special-token texts in the prompt (with --chat: inside the messages too; without it "
+                "they stay text there)");
   cmd->add_flag("--chat", o->chat, "format the prompt as a user message with the model's chat template");
   cmd->add_option("--system", o->system, "with --chat: system prompt")->needs(cmd->get_option("--chat"));
   cmd->callback([o] { run(*o); });
