@@ -53,7 +53,7 @@ CLI::Validator real_range(RealBounds b, std::string note) {
                         (b.lo_open ? v > b.lo : v >= b.lo) && v <= b.hi;
         return ok ? std::string() : with_note(allowed, text, note);
       },
-      "NUMBER");
+      fmt::format("NUMBER in {}{}, {}{}", b.lo_open || !has_lo ? "(" : "[", b.lo, b.hi, has_hi ? "]" : ")"));
 }
 
 int cores() {
