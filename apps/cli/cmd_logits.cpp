@@ -3,16 +3,17 @@
 // The prompt must fit the context: -c, or the model's training context when -c is 0 (the session
 // itself holds only the prompt's tokens then, so a long training context costs no memory).
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 
 #include "arg_checks.h"
+#include "core/output_file.h"
 #include "model_options.h"
 #include "output.h"
 #include "text_input.h"
@@ -55,35 +56,21 @@ Result<std::vector<int32_t>> parse_ids(const std::string& path, const std::strin
   return ids;
 }
 
-// The dump path may be a new file or an existing regular file, never a device, a directory or
-// the model itself (which is mapped: truncating it would crash this very process).
+// The dump goes through OutputFile (core/output_file.h): never a device, a directory or the
+// model itself (which is mapped: truncating it would crash this very process), and a failed
+// write leaves no partial file.
 Status check_dump_path(const std::string& dump, const std::string& model) {
-  struct stat st {};
-  if (::stat(dump.c_str(), &st) != 0) return {};  // a new file; open() reports a bad folder
-  if (!S_ISREG(st.st_mode)) {
-    return invalid_argument(fmt::format("--dump '{}' exists and is not a regular file: give a file path", dump));
-  }
-  struct stat m {};
-  if (::stat(model.c_str(), &m) == 0 && m.st_dev == st.st_dev && m.st_ino == st.st_ino) {
-    return invalid_argument(fmt::format("--dump '{}' is the model file: give another path", dump));
-  }
-  return {};
+  const std::filesystem::path inputs[] = {model};
+  const Status st = check_output_path(dump, inputs);
+  return st.ok() ? st : st.with_context("--dump '" + dump + "'");
 }
 
-Status write_dump(const std::string& path, std::span<const float> logits) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return io_error(fmt::format("--dump: cannot open '{}': {}", path, std::strerror(errno)));
-  errno = 0;
-  const bool written = std::fwrite(logits.data(), sizeof(float), logits.size(), f) == logits.size();
-  const int write_errno = errno;
-  const bool flushed = std::fflush(f) == 0;
-  const int flush_errno = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !flushed || !closed) {
-    const int err = !written ? write_errno : !flushed ? flush_errno : errno;
-    return io_error(fmt::format("--dump: cannot write '{}': {}", path, err != 0 ? std::strerror(err) : "write error"));
-  }
-  return {};
+Status write_dump(const std::string& path, const std::string& model, std::span<const float> logits) {
+  const std::filesystem::path inputs[] = {model};
+  auto out = OutputFile::create(path, inputs);
+  Status st = out.ok() ? out->write(std::as_bytes(logits)) : out.status();
+  if (st.ok()) st = out->commit();
+  return st.ok() ? st : st.with_context("--dump: cannot write '" + path + "'");
 }
 
 }  // namespace
@@ -145,7 +132,7 @@ void register_logits(CLI::App& app) {
     const auto logits = session->all_logits();
     const int32_t n_vocab = engine->model().hparams().n_vocab;
     if (!o->dump.empty()) {
-      if (Status st = write_dump(o->dump, logits); !st.ok()) fail("logits", st);
+      if (Status st = write_dump(o->dump, o->model.model, logits); !st.ok()) fail("logits", st);
       fmt::print(stderr, "wrote {} x {} logits to {}\n", ids.size(), n_vocab, o->dump);
       return;
     }
