@@ -1,0 +1,105 @@
+// A request to the engine loop: prompt tokens, its own sampling parameters and seed, stop rules,
+// sinks for streamed text and tokens; and the handle its submitter keeps (cancel from any thread,
+// wait for the result). The one decision: the handle and the loop share one small state object
+// (a mutex, a condition variable, the cancel flag and the result), so a handle may outlive the
+// loop and cancel() never touches the loop's own bookkeeping.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "runtime/sampler.h"
+
+namespace cera::runtime {
+
+using RequestId = uint64_t;
+
+enum class RequestState : uint8_t {
+  kWaiting,    // queued, holds no KV
+  kRunning,    // holds KV blocks; computed tokens catch up with its tokens step by step
+  kPreempted,  // its KV was freed for older requests; waits at the front of the queue
+  kFinished,
+};
+const char* request_state_name(RequestState state);
+
+enum class FinishReason : uint8_t {
+  kEndOfGeneration,  // an end-of-generation token (not part of the output)
+  kMaxTokens,
+  kStopString,   // the output ends before the stop string
+  kCancelled,    // RequestHandle::cancel, or EngineLoop::shutdown(kCancel)
+  kContextFull,  // prompt + output reached the context of one request
+  kError,        // RequestResult::status says what failed
+};
+const char* finish_reason_name(FinishReason reason);
+
+// Called on the engine loop's thread, in order; they must return quickly and must not call into
+// the loop (RequestHandle::cancel is fine). Text comes as whole UTF-8 characters and never past a
+// stop string; tokens as sampled (a token whose text completes a stop string is still reported).
+using RequestTextSink = std::function<void(std::string_view)>;
+using RequestTokenSink = std::function<void(int32_t)>;
+
+struct RequestParams {
+  std::vector<int32_t> prompt;  // [n_prompt] ids, BOS included when wanted; not empty
+  SamplingParams sampling;      // its seed starts this request's own RNG stream
+  int32_t max_tokens = 128;     // >= 0; 0 finishes at once with kMaxTokens
+  std::vector<std::string> stop;
+  bool stop_at_end_of_generation = true;
+  RequestTextSink on_text;
+  RequestTokenSink on_token;
+};
+
+struct RequestResult {
+  Status status;  // not ok only with FinishReason::kError
+  FinishReason reason = FinishReason::kMaxTokens;
+  std::vector<int32_t> tokens;  // generated ids (without a final end-of-generation token)
+  std::string text;             // everything handed to on_text
+  int32_t n_prompt = 0;
+  int32_t n_preemptions = 0;    // times its KV was freed and recomputed
+};
+
+namespace detail {
+// Shared between a RequestHandle and the engine loop.
+struct RequestShared {
+  RequestId id = 0;
+  std::atomic<bool> cancelled{false};
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;     // guarded by mu
+  RequestResult result;  // guarded by mu; written once, by the loop, before done
+};
+}  // namespace detail
+
+// What submit() returns. Copyable; every copy refers to the same request. Thread-safe.
+class RequestHandle {
+ public:
+  RequestHandle() = default;
+  explicit RequestHandle(std::shared_ptr<detail::RequestShared> shared) : shared_(std::move(shared)) {}
+
+  RequestId id() const { return shared_->id; }
+  // The request leaves its batch at the loop's next step, finishing with kCancelled (unless it
+  // finished already). Any thread; never blocks.
+  void cancel() const { shared_->cancelled.store(true); }
+  bool done() const {
+    std::lock_guard lock(shared_->mu);
+    return shared_->done;
+  }
+  // Blocks until the request finishes. Must not be called from a sink (the loop's thread).
+  const RequestResult& wait() const {
+    std::unique_lock lock(shared_->mu);
+    shared_->done_cv.wait(lock, [&] { return shared_->done; });
+    return shared_->result;
+  }
+
+ private:
+  std::shared_ptr<detail::RequestShared> shared_;
+};
+
+}  // namespace cera::runtime
