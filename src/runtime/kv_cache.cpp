@@ -347,4 +347,49 @@ void KvCache::truncate(SeqId seq, int32_t n) {
   drop_blocks(s, n);
 }
 
+int32_t KvCache::n_live_sequences() const {
+  return static_cast<int32_t>(std::count_if(seqs_.begin(), seqs_.end(), [](const Sequence& s) { return s.live; }));
+}
+
+Status KvCache::check_integrity() const {
+  auto fail = [](const std::string& m) { return Status(ErrorCode::kInternal, "KV cache integrity: " + m); };
+  std::vector<int32_t> refs(block_refs_.size(), 0);
+  for (size_t id = 0; id < seqs_.size(); ++id) {
+    const Sequence& s = seqs_[id];
+    if (!s.live) continue;
+    const std::string name = "sequence " + std::to_string(id);
+    if (s.blocks.size() != static_cast<size_t>((s.length + block_size_ - 1) / block_size_)) {
+      return fail(name + " holds " + std::to_string(s.blocks.size()) + " blocks for " + std::to_string(s.length) + " entries");
+    }
+    for (int32_t b : s.blocks) {
+      if (b < 0 || b >= n_blocks()) return fail(name + " holds block " + std::to_string(b) + " out of range");
+      ++refs[b];
+    }
+  }
+  for (int32_t b = 0; b < n_blocks(); ++b) {
+    if (refs[b] != block_refs_[b]) {
+      return fail("block " + std::to_string(b) + " has " + std::to_string(block_refs_[b]) + " references, " +
+                  std::to_string(refs[b]) + " sequences hold it");
+    }
+  }
+  std::vector<bool> listed(block_refs_.size(), false);
+  for (int32_t b : free_blocks_) {
+    if (b < 0 || b >= n_blocks() || listed[b]) return fail("free list entry " + std::to_string(b) + " repeated or out of range");
+    if (block_refs_[b] != 0) return fail("block " + std::to_string(b) + " is free but referenced");
+    listed[b] = true;
+  }
+  for (int32_t b = 0; b < n_blocks(); ++b) {
+    if (block_refs_[b] == 0 && !listed[b]) return fail("block " + std::to_string(b) + " is unreferenced but not free");
+  }
+  // Rings: every ring block once, free or owned.
+  std::vector<int32_t> seen;
+  for (int32_t r : ring_free_) seen.push_back(r);
+  for (const Sequence& s : seqs_) {
+    if (s.live) seen.insert(seen.end(), s.ring.begin(), s.ring.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return fail("a ring block is listed twice");
+  return {};
+}
+
 }  // namespace cera::runtime

@@ -55,6 +55,12 @@ class KvCache {
   // Slots of one sequence's ring in the sliding-window layers; 0 when the model has none.
   int32_t ring_tokens() const { return ring_blocks_ * block_size_; }
   KvBytes bytes() const { return bytes_; }
+  // The bookkeeping is consistent: every block's reference count equals the live sequences whose
+  // tables hold it, the free list holds exactly the unreferenced blocks once each, and every ring
+  // block is either free or owned by one live sequence. O(blocks + table entries); for tests and
+  // idle-time checks (the engine loop's pool check).
+  Status check_integrity() const;
+  int32_t n_live_sequences() const;
 
   SeqId new_sequence();
   void free_sequence(SeqId seq);

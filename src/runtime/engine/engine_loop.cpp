@@ -1,0 +1,338 @@
+// A step: under the mutex, cancelled requests are collected and the scheduler plans; outside it,
+// preempted requests' sequences are freed, the plan becomes one ForwardBatch (each request's
+// chunk contiguous, in plan order), the model runs it, and every output row is sampled with its
+// request's own Sampler. A preempted request keeps its tokens, sampler (RNG position included),
+// decoder and held text: its recompute only rebuilds K/V (and recurrent state) for the tokens it
+// had, and the row that completes them samples the next new token, so its output is unchanged.
+// Duplicated from Session for now (to merge when Session goes): held_suffix, the stop-string and
+// end-of-generation rules in take_token, and the decoder flush in finish.
+#include "runtime/engine/engine_loop.h"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "core/check.h"
+
+namespace cera::runtime {
+namespace {
+
+// As in session.cpp: the longest suffix of `text` that is a proper prefix of a stop string (those
+// bytes wait, since the next token could complete the stop string).
+size_t held_suffix(std::string_view text, const std::vector<std::string>& stops) {
+  size_t held = 0;
+  for (const std::string& stop : stops) {
+    for (size_t n = std::min(text.size(), stop.size() - 1); n > held; --n) {
+      if (text.substr(text.size() - n) == std::string_view(stop).substr(0, n)) {
+        held = n;
+        break;
+      }
+    }
+  }
+  return held;
+}
+
+}  // namespace
+
+struct EngineLoop::Live {
+  Live(RequestParams p, const tokenizer::Tokenizer& tokenizer)
+      : params(std::move(p)), tokens(params.prompt), sampler(params.sampling), decoder(tokenizer) {}
+  std::shared_ptr<detail::RequestShared> shared = std::make_shared<detail::RequestShared>();
+  RequestParams params;
+  std::vector<int32_t> tokens;  // [n_tokens] prompt + output so far
+  Sampler sampler;
+  tokenizer::StreamDecoder decoder;
+  std::string held;  // decoded text not yet handed to on_text
+  RequestResult result;
+  SeqId seq = -1;  // its KV sequence while running
+};
+
+EngineLoop::EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, const SchedulerConfig& sc,
+                       int32_t n_ctx)
+    : model_(&model),
+      tokenizer_(std::move(tokenizer)),
+      cache_(std::move(cache)),
+      n_ctx_(n_ctx),
+      n_vocab_(model.hparams().n_vocab),
+      scheduler_(sc) {}
+
+Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                                       const EngineLoopOptions& options) {
+  int64_t n_ctx = options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx_train;
+  if (n_ctx <= 0) return invalid_argument("engine loop: the context size must be > 0");
+  if (options.max_batch_tokens <= 0 || options.max_running <= 0 || options.max_waiting <= 0 ||
+      options.kv_block_size <= 0 || options.kv_tokens < 0) {
+    return invalid_argument("engine loop: max_batch_tokens, max_running, max_waiting and kv_block_size must be > 0");
+  }
+  if (tokenizer.n_vocab() > model.hparams().n_vocab) {
+    return invalid_argument("the vocabulary has " + std::to_string(tokenizer.n_vocab()) + " tokens but the model only " +
+                            std::to_string(model.hparams().n_vocab));
+  }
+  const int64_t kv_tokens = options.kv_tokens > 0 ? options.kv_tokens : int64_t{options.max_running} * n_ctx;
+  const int64_t n_blocks = (kv_tokens + options.kv_block_size - 1) / options.kv_block_size;
+  if (n_blocks * options.kv_block_size > INT32_MAX) {
+    return out_of_range("engine loop: a KV pool of " + std::to_string(kv_tokens) + " tokens");
+  }
+  const auto n_slots = static_cast<int32_t>(n_blocks * options.kv_block_size);
+  n_ctx = std::min<int64_t>(n_ctx, n_slots);  // a request alone always fits the pool
+  CERA_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model, {.n_slots = n_slots,
+                                                               .block_size = options.kv_block_size,
+                                                               .max_batch_tokens = options.max_batch_tokens,
+                                                               .max_sequences = options.max_running,
+                                                               .kv_type = options.kv_type}));
+  const SchedulerConfig sc{.max_batch_tokens = options.max_batch_tokens,
+                           .max_running = options.max_running,
+                           .max_waiting = options.max_waiting,
+                           .block_size = options.kv_block_size,
+                           .n_blocks = static_cast<int32_t>(n_blocks),
+                           .n_ctx = static_cast<int32_t>(n_ctx)};
+  auto loop = std::unique_ptr<EngineLoop>(
+      new EngineLoop(model, tokenizer, std::move(cache), sc, static_cast<int32_t>(n_ctx)));
+  loop->thread_ = std::thread([p = loop.get()] { p->run(); });
+  return loop;
+}
+
+EngineLoop::~EngineLoop() { shutdown(ShutdownMode::kCancel); }
+
+Result<RequestHandle> EngineLoop::submit(RequestParams params) {
+  if (params.prompt.empty()) return invalid_argument("the request has an empty prompt (BOS at least is needed)");
+  for (int32_t t : params.prompt) {
+    if (t < 0 || t >= n_vocab_) {
+      return invalid_argument("prompt token " + std::to_string(t) + " is outside the vocabulary of " +
+                              std::to_string(n_vocab_));
+    }
+  }
+  if (params.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
+  const auto n_prompt = static_cast<int32_t>(params.prompt.size());
+  auto live = std::make_unique<Live>(std::move(params), tokenizer_);
+  live->result.n_prompt = n_prompt;
+  std::shared_ptr<detail::RequestShared> shared = live->shared;
+  std::lock_guard lock(mu_);
+  if (stopping_) return Status(ErrorCode::kCancelled, "the engine loop is shutting down");
+  shared->id = next_id_;
+  if (live->params.max_tokens == 0) {  // nothing to generate: done without running
+    ++next_id_;
+    std::lock_guard done(shared->mu);
+    shared->result = std::move(live->result);
+    shared->done = true;
+    return RequestHandle(shared);
+  }
+  CERA_RETURN_IF_ERROR(scheduler_.add(shared->id, n_prompt));
+  live_.emplace(next_id_++, std::move(live));
+  wake_.notify_one();
+  return RequestHandle(shared);
+}
+
+void EngineLoop::shutdown(ShutdownMode mode) {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    if (mode == ShutdownMode::kCancel) cancel_all_ = true;
+  }
+  wake_.notify_one();
+  std::lock_guard join(join_mu_);
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineLoopStats EngineLoop::stats() const {
+  std::lock_guard lock(mu_);
+  EngineLoopStats s = stats_;
+  s.n_preemptions = scheduler_.n_preemptions();
+  return s;
+}
+
+Status EngineLoop::check_pool_after_shutdown() const {
+  if (thread_.joinable()) return invalid_argument("the engine loop is still running: shut it down first");
+  CERA_RETURN_IF_ERROR(cache_.check_integrity());
+  CERA_RETURN_IF_ERROR(scheduler_.check_integrity());
+  if (cache_.n_live_sequences() != 0 || !live_.empty() || !scheduler_.idle()) {
+    return Status(ErrorCode::kInternal, std::to_string(cache_.n_live_sequences()) + " KV sequences and " +
+                                            std::to_string(live_.size()) + " requests are still live");
+  }
+  if (cache_.n_free_blocks() != cache_.n_blocks() || scheduler_.n_free_blocks() != cache_.n_blocks()) {
+    return Status(ErrorCode::kInternal, std::to_string(cache_.n_free_blocks()) + " of " +
+                                            std::to_string(cache_.n_blocks()) + " KV blocks are free");
+  }
+  return {};
+}
+
+void EngineLoop::run() {
+  while (step()) {
+  }
+}
+
+bool EngineLoop::step() {
+  std::vector<Live*> cancelled;
+  {
+    std::unique_lock lock(mu_);
+    wake_.wait(lock, [&] { return stopping_ || !scheduler_.idle(); });
+    if (scheduler_.idle()) return false;  // stopping, and nothing is left
+    for (auto& [id, l] : live_) {
+      if (cancel_all_ || l->shared->cancelled.load()) cancelled.push_back(l.get());
+    }
+  }
+  for (Live* l : cancelled) finish(*l, FinishReason::kCancelled);
+  Work work;
+  {
+    std::lock_guard lock(mu_);
+    if (scheduler_.idle()) return true;
+    work.plan = scheduler_.schedule();
+    for (RequestId id : work.plan.preempted) work.preempted.push_back(live_.at(id).get());
+    for (const ScheduledChunk& c : work.plan.chunks) work.rows.push_back(live_.at(c.id).get());
+    ++stats_.n_steps;
+    stats_.n_forward_tokens += work.plan.n_tokens();
+    stats_.max_rows_in_step = std::max(stats_.max_rows_in_step, static_cast<int32_t>(work.rows.size()));
+  }
+  for (Live* l : work.preempted) {
+    cache_.free_sequence(l->seq);
+    l->seq = -1;
+    ++l->result.n_preemptions;
+  }
+  if (work.plan.chunks.empty()) return true;
+  if (const Status st = forward(work); !st.ok()) {
+    for (Live* l : work.rows) finish(*l, FinishReason::kError, st);
+    return true;
+  }
+  size_t row = 0;
+  for (size_t i = 0; i < work.rows.size(); ++i) {
+    if (!work.plan.chunks[i].output) continue;
+    take_token(*work.rows[i], std::span<const float>(logits_).subspan(row++ * n_vocab_, n_vocab_));
+  }
+  return true;
+}
+
+Status EngineLoop::forward(Work& work) {
+  tokens_.clear();
+  positions_.clear();
+  token_seq_.clear();
+  slots_.clear();
+  ring_slots_.clear();
+  outputs_.clear();
+  const bool ring = cache_.ring_tokens() > 0;
+  for (size_t i = 0; i < work.rows.size(); ++i) {
+    const ScheduledChunk& c = work.plan.chunks[i];
+    Live& l = *work.rows[i];
+    if (c.admitted) {
+      CERA_CHECK(l.seq < 0);
+      l.seq = cache_.new_sequence();  // zeroed recurrent state: a recompute starts from scratch
+    }
+    CERA_CHECK(l.seq >= 0 && cache_.length(l.seq) == c.first);
+    CERA_RETURN_IF_ERROR(cache_.append(l.seq, c.n, slots_));
+    for (int32_t t = c.first; t < c.first + c.n; ++t) {
+      tokens_.push_back(l.tokens[t]);
+      positions_.push_back(t);
+      token_seq_.push_back(static_cast<int32_t>(i));
+      if (ring) ring_slots_.push_back(cache_.ring_slot(l.seq, t));
+    }
+    if (c.output) outputs_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
+  }
+  {
+    // The scheduler's model of the pool must match the cache exactly (no sharing yet).
+    std::lock_guard lock(mu_);
+    CERA_CHECK_MSG(scheduler_.n_free_blocks() == cache_.n_free_blocks(),
+                   "engine loop: the scheduler counts " + std::to_string(scheduler_.n_free_blocks()) +
+                       " free KV blocks, the cache " + std::to_string(cache_.n_free_blocks()));
+  }
+  // Tables after every append: an append may grow a sequence's table.
+  tables_.clear();
+  ring_tables_.clear();
+  table_offset_.assign(1, 0);
+  ring_offset_.assign(1, 0);
+  state_.clear();
+  for (const Live* l : work.rows) {
+    const auto table = cache_.block_table(l->seq), ring_table = cache_.ring_table(l->seq);
+    tables_.insert(tables_.end(), table.begin(), table.end());
+    table_offset_.push_back(static_cast<int32_t>(tables_.size()));
+    ring_tables_.insert(ring_tables_.end(), ring_table.begin(), ring_table.end());
+    ring_offset_.push_back(static_cast<int32_t>(ring_tables_.size()));
+    const auto state = cache_.recurrent_state(l->seq);
+    state_.insert(state_.end(), state.begin(), state.end());
+  }
+  logits_.resize(outputs_.size() * static_cast<size_t>(n_vocab_));
+  const model::ForwardBatch batch{
+      .tokens = tokens_,
+      .attention = {.positions = positions_, .token_seq = token_seq_, .block_tables = tables_, .table_offset = table_offset_},
+      .kv_slots = slots_,
+      .ring = ring ? model::RingTables{.block_tables = ring_tables_, .table_offset = ring_offset_, .kv_slots = ring_slots_}
+                   : model::RingTables{},
+      .output_rows = outputs_,
+      .recurrent_state = state_};
+  return model_->forward(batch, cache_.layers(), logits_);
+}
+
+void EngineLoop::emit(Live& l, size_t n) {
+  if (n == 0) return;
+  const std::string_view out(l.held.data(), n);
+  if (l.params.on_text) l.params.on_text(out);
+  l.result.text.append(out);
+  l.held.erase(0, n);
+}
+
+void EngineLoop::take_token(Live& l, std::span<const float> logits) {
+  const int32_t token = l.sampler.sample(logits, l.tokens);
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.n_sampled;
+  }
+  if (l.params.stop_at_end_of_generation && tokenizer_.is_end_of_generation(token)) {
+    finish(l, FinishReason::kEndOfGeneration);
+    return;
+  }
+  l.tokens.push_back(token);
+  l.result.tokens.push_back(token);
+  if (l.params.on_token) l.params.on_token(token);
+  l.decoder.push(token, l.held);
+  bool stopped = false;
+  for (const std::string& stop : l.params.stop) {  // Session's rule: the earliest match wins
+    if (const size_t at = l.held.find(stop); !stop.empty() && at != std::string::npos) {
+      l.held.resize(at);
+      stopped = true;
+    }
+  }
+  if (stopped) {
+    emit(l, l.held.size());
+    finish(l, FinishReason::kStopString);
+    return;
+  }
+  emit(l, l.held.size() - held_suffix(l.held, l.params.stop));
+  if (static_cast<int32_t>(l.result.tokens.size()) >= l.params.max_tokens) {
+    finish(l, FinishReason::kMaxTokens);
+    return;
+  }
+  if (static_cast<int32_t>(l.tokens.size()) > n_ctx_) {  // the token cannot be computed
+    finish(l, FinishReason::kContextFull);
+    return;
+  }
+  std::lock_guard lock(mu_);
+  scheduler_.append_token(l.shared->id);
+}
+
+void EngineLoop::finish(Live& l, FinishReason reason, Status status) {
+  if (reason != FinishReason::kStopString) {
+    l.decoder.finish(l.held);
+    emit(l, l.held.size());
+  }
+  if (l.seq >= 0) cache_.free_sequence(l.seq);
+  l.seq = -1;
+  l.result.reason = reason;
+  l.result.status = std::move(status);
+  const std::shared_ptr<detail::RequestShared> shared = l.shared;
+  std::unique_ptr<Live> owned;  // keeps `l` alive until its result is published
+  {
+    std::lock_guard lock(mu_);
+    scheduler_.remove(shared->id);
+    auto it = live_.find(shared->id);
+    CERA_CHECK(it != live_.end());
+    owned = std::move(it->second);
+    live_.erase(it);
+    ++stats_.n_finished;
+  }
+  {
+    std::lock_guard lock(shared->mu);
+    shared->result = std::move(l.result);
+    shared->done = true;
+  }
+  shared->done_cv.notify_all();
+}
+
+}  // namespace cera::runtime

@@ -1,0 +1,125 @@
+// The engine loop: one thread that runs steps for every live request (schedule -> one
+// ForwardBatch for all scheduled chunks -> Model::forward -> sample every output row -> update
+// the requests -> stream their text). submit() from any thread. The one decision: the loop owns
+// the KvCache and each request's sampler / decoder outright (only its thread touches them); the
+// mutex guards just the Scheduler and the table of live requests, so a forward never holds it.
+// This first slice samples on the host from the logits rows (device top-k per row comes later)
+// and does no context shift (a full context ends a request with kContextFull).
+// Sliding-window layers (gemma3) and recurrent layers (lfm2) are driven as Session drives them:
+// one append per sequence per forward of at most max_batch_tokens (the KvCache rings are sized
+// for that, max_sequences = max_running), and a recurrent state per sequence, zeroed when a
+// preempted request starts its recompute.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "model/model.h"
+#include "runtime/engine/request.h"
+#include "runtime/engine/scheduler.h"
+#include "runtime/kv_cache.h"
+#include "tokenizer/tokenizer.h"
+
+namespace cera::runtime {
+
+struct EngineLoopOptions {
+  int32_t n_ctx = 0;               // tokens per request (prompt + output); 0: the model's training context
+  // Tokens per step over all requests; at most the model's LoadOptions::max_batch_tokens (its
+  // scratch), else every forward fails.
+  int32_t max_batch_tokens = 512;
+  int32_t max_running = 16;        // requests holding KV at once
+  int32_t max_waiting = 256;       // bounded queue: submit() beyond it is an error
+  int32_t kv_block_size = 16;
+  int32_t kv_tokens = 0;           // the KV pool in tokens; 0: max_running * n_ctx. n_ctx is capped to it
+  DType kv_type = DType::kF32;
+};
+
+enum class ShutdownMode : uint8_t {
+  kDrain,   // every submitted request runs to its end
+  kCancel,  // every unfinished request ends with kCancelled at the next step
+};
+
+struct EngineLoopStats {
+  int64_t n_steps = 0;
+  int64_t n_forward_tokens = 0;   // tokens computed, recomputes included
+  int64_t n_sampled = 0;          // output rows sampled
+  int64_t n_preemptions = 0;
+  int64_t n_finished = 0;
+  int32_t max_rows_in_step = 0;   // most requests in one forward
+};
+
+class EngineLoop {
+ public:
+  // Starts the loop's thread. The model and tokenizer must outlive the loop; nothing else may
+  // run the model while the loop lives (its scratch and logits are shared).
+  static Result<std::unique_ptr<EngineLoop>> create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                                    const EngineLoopOptions& options);
+  ~EngineLoop();  // shutdown(kCancel)
+  EngineLoop(const EngineLoop&) = delete;
+  EngineLoop& operator=(const EngineLoop&) = delete;
+
+  // Queues a request; any thread. Errors (nothing queued): an empty prompt or an id outside the
+  // vocabulary, max_tokens < 0, a prompt longer than n_ctx or the pool, a full queue (naming
+  // max_waiting), or a loop that is shutting down.
+  Result<RequestHandle> submit(RequestParams params);
+  // Stops accepting requests, drains or cancels what is left, and joins the thread. Idempotent;
+  // any thread but the loop's own (not from a sink).
+  void shutdown(ShutdownMode mode);
+
+  EngineLoopStats stats() const;
+  int32_t n_ctx() const { return n_ctx_; }
+  // After shutdown: the KvCache's bookkeeping is intact, no sequence is live, every block is free
+  // and the scheduler's pool model agrees.
+  Status check_pool_after_shutdown() const;
+
+ private:
+  struct Live;  // engine_loop.cpp
+  EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, const SchedulerConfig& sc,
+             int32_t n_ctx);
+  void run();
+  // One step; false when the loop should exit.
+  bool step();
+  // What a step runs: chunk i of the plan belongs to rows[i].
+  struct Work {
+    StepPlan plan;
+    std::vector<Live*> rows;
+    std::vector<Live*> preempted;
+  };
+  Status forward(Work& work);
+  // Samples chunk i's output row and applies the stop rules.
+  void take_token(Live& l, std::span<const float> logits);
+  void emit(Live& l, size_t n);  // hands the first n held bytes to the sink
+  // Ends a request: frees its KV sequence, removes it from the scheduler and the live table,
+  // publishes the result. Not under mu_.
+  void finish(Live& l, FinishReason reason, Status status = {});
+
+  model::Model* model_;
+  tokenizer::Tokenizer tokenizer_;
+  KvCache cache_;  // loop thread only
+  int32_t n_ctx_;
+  int32_t n_vocab_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  Scheduler scheduler_;                                     // guarded by mu_
+  std::unordered_map<RequestId, std::unique_ptr<Live>> live_;  // guarded by mu_ (entries: loop thread)
+  RequestId next_id_ = 1;                                   // guarded by mu_
+  bool stopping_ = false;                                   // guarded by mu_
+  bool cancel_all_ = false;                                 // guarded by mu_
+  EngineLoopStats stats_;                                   // guarded by mu_
+  std::mutex join_mu_;  // shutdown() from two threads joins once
+  std::thread thread_;
+
+  // Batch assembly buffers, loop thread only.
+  std::vector<int32_t> tokens_, positions_, token_seq_, slots_, ring_slots_, outputs_;
+  std::vector<int32_t> tables_, table_offset_, ring_tables_, ring_offset_;
+  std::vector<TensorView> state_;
+  std::vector<float> logits_;  // [n_vocab, n_outputs] of the last forward
+};
+
+}  // namespace cera::runtime
