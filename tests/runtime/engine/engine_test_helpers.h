@@ -25,9 +25,10 @@ struct RequestSpec {
   bool stop_at_end_of_generation = true;
 };
 
-// A prompt of n tokens: BOS, then ids drawn from the vocabulary past the control tokens.
+// A prompt of n tokens: BOS (when the vocabulary has one), then ids drawn from the vocabulary past the control tokens.
 inline std::vector<int32_t> random_prompt(std::mt19937& rng, int32_t n, const tokenizer::Tokenizer& tok) {
-  std::vector<int32_t> p{tok.bos()};
+  std::vector<int32_t> p;
+  if (tok.bos() >= 0) p.push_back(tok.bos());
   std::uniform_int_distribution<int32_t> id(3, tok.n_vocab() - 1);
   while (static_cast<int32_t>(p.size()) < n) p.push_back(id(rng));
   return p;
@@ -56,9 +57,13 @@ inline runtime::RequestParams params_of(const RequestSpec& s) {
 }
 
 // Each request alone through a loop (submitted only after the previous one finished).
+// `options` as the batched run has them (max_running is set to 1).
 inline std::vector<runtime::RequestResult> solo_through_loop(model::Model& model, const tokenizer::Tokenizer& tok,
-                                                             const std::vector<RequestSpec>& specs) {
-  auto loop = runtime::EngineLoop::create(model, tok, {.n_ctx = kEngineCtx, .max_running = 1});
+                                                             const std::vector<RequestSpec>& specs,
+                                                             runtime::EngineLoopOptions options = {.n_ctx = kEngineCtx}) {
+  options.max_running = 1;
+  options.kv_tokens = 0;
+  auto loop = runtime::EngineLoop::create(model, tok, options);
   EXPECT_TRUE(loop.ok()) << loop.status().to_string();
   std::vector<runtime::RequestResult> out;
   for (const RequestSpec& s : specs) {
