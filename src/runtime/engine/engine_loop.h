@@ -115,11 +115,13 @@ class EngineLoop {
   std::mutex join_mu_;  // shutdown() from two threads joins once
   std::thread thread_;
 
-  // Batch assembly buffers, loop thread only.
-  std::vector<int32_t> tokens_, positions_, token_seq_, slots_, ring_slots_, outputs_;
-  std::vector<int32_t> tables_, table_offset_, ring_tables_, ring_offset_;
-  std::vector<TensorView> state_;
-  std::vector<float> logits_;  // [n_vocab, n_outputs] of the last forward
+  // Batch assembly buffers (ForwardBatch's layout), loop thread only.
+  std::vector<int32_t> tokens_, positions_, token_seq_, slots_, ring_slots_;  // [n_tokens] each
+  std::vector<int32_t> outputs_;                                             // [n_outputs] ascending
+  std::vector<int32_t> tables_, ring_tables_;        // every row's block table, concatenated
+  std::vector<int32_t> table_offset_, ring_offset_;  // [n_rows + 1]
+  std::vector<TensorView> state_;                    // [n_rows * n_layer] recurrent state views
+  std::vector<float> logits_;                        // [n_vocab, n_outputs] of the last forward
 };
 
 }  // namespace cera::runtime
