@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "runtime/engine/engine_test_helpers.h"
@@ -96,9 +97,12 @@ TEST_F(EngineLoopTest, PreemptionDoesNotChangeOutputs) {
 
 // Random lengths, random arrival, random cancellation (before admission, from a sink, from the
 // test thread) and a pool a quarter of the demand. 300 requests here, 100 in sanitizer / Debug
-// builds (the 2,000 is the soak's size for a longer run; the suite keeps to CI's time).
+// builds (the 2,000 is the soak's size for a longer run; the suite keeps to CI's time:
+// CERA_ENGINE_SOAK_REQUESTS sets the count).
 TEST_F(EngineLoopTest, RandomizedSoakWithCancellation) {
-  const int kRequests = test::requests_for(300, 100);
+  // CERA_ENGINE_SOAK_REQUESTS=2000 runs the full soak.
+  const char* env = std::getenv("CERA_ENGINE_SOAK_REQUESTS");
+  const int kRequests = env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : test::requests_for(300, 100);
   std::mt19937 rng(2000);
   const std::vector<RequestSpec> specs = test::random_specs(rng, kRequests, 120, 48, tok());
   const std::vector<RequestResult> solo = test::solo_through_loop(model(), tok(), specs);
