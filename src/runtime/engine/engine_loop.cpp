@@ -62,7 +62,8 @@ Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, cons
   if (n_ctx <= 0) return invalid_argument("engine loop: the context size must be > 0");
   if (options.max_batch_tokens <= 0 || options.max_running <= 0 || options.max_waiting <= 0 ||
       options.kv_block_size <= 0 || options.kv_tokens < 0) {
-    return invalid_argument("engine loop: max_batch_tokens, max_running, max_waiting and kv_block_size must be > 0");
+    return invalid_argument("engine loop: max_batch_tokens, max_running, max_waiting and kv_block_size must be > 0, "
+                            "kv_tokens >= 0");
   }
   if (tokenizer.n_vocab() > model.hparams().n_vocab) {
     return invalid_argument("the vocabulary has " + std::to_string(tokenizer.n_vocab()) + " tokens but the model only " +
