@@ -54,6 +54,7 @@ fuzz: deps
 	@cmake --build build-fuzz -j $(JOBS)
 	mkdir -p build-fuzz/corpus-gguf && ./build-fuzz/fuzz/fuzz_gguf -max_total_time=60 build-fuzz/corpus-gguf tests/fixtures/gguf/corrupt tests/fixtures/gguf
 	mkdir -p build-fuzz/corpus-tokenizer && ./build-fuzz/fuzz/fuzz_tokenizer -max_total_time=60 build-fuzz/corpus-tokenizer fuzz/corpus/tokenizer
+	mkdir -p build-fuzz/corpus-chat-template && ./build-fuzz/fuzz/fuzz_chat_template -max_total_time=60 -rss_limit_mb=2048 -timeout=10 -dict=fuzz/chat_template.dict build-fuzz/corpus-chat-template tests/fixtures/chat/templates
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) build-fuzz

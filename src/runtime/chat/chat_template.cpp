@@ -49,6 +49,9 @@ Status check_body(const Body& body) {
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::parse(std::string_view source, const TemplateLimits& limits) {
+  if (source.size() > limits.max_source_bytes)
+    return limit_error({}, "a template of " + std::to_string(source.size()) + " bytes: larger",
+                       limits.max_source_bytes, "bytes", "max_source_bytes");
   CERA_ASSIGN_OR_RETURN(std::vector<Token> tokens, tokenize(source));
   auto parsed = std::make_shared<Parsed>();
   CERA_ASSIGN_OR_RETURN(parsed->body, parse_template(tokens, limits));

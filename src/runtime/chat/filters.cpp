@@ -331,7 +331,8 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
   }
   if (name == "first" || name == "last") {
     if (!input.is_array() && !input.is_object() && !input.is_string()) {
-      CERA_RETURN_IF_ERROR(iterate(input, limits).status());  // the type error
+      auto items = iterate(input, limits);  // undefined is empty, other types an error
+      if (!items.ok()) return items.status();
       return Value();
     }
     return first_or_last(input, name == "first");
