@@ -1,72 +1,23 @@
-// Statement execution and expression evaluation. Python semantics where templates rely on them:
-// `and`/`or` return an operand, `in` on str/list/dict, // and % floor toward -inf, undefined is
-// falsy and prints nothing but fails on attribute access (as jinja2's default Undefined does).
-// Integers are int64: where Python would grow a big integer, an overflow is an error.
+// Statement execution and expression evaluation (operators in operators.cpp, slices in
+// slice.cpp). Python semantics where templates rely on them: undefined is falsy and prints
+// nothing but fails on attribute access (as jinja2's default Undefined does). Every recursion
+// takes a level of max_depth and every operation pays its steps (costs.h) before it works.
 #include "runtime/chat/evaluator.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include "runtime/chat/builtins.h"
+#include "runtime/chat/costs.h"
 
 namespace cera::runtime::chat {
 namespace {
 
-// Step prices (limits.h, max_steps), set so that a step costs at most ~50 ns in a Release build
-// whatever the template does (measured on a loop of each kind of operation): bytes built or
-// read, dict and frame entries compared, byte comparisons of a substring search (builtins.h),
-// and the fixed overheads of a loop iteration, a `loop` object and a call.
-constexpr uint64_t kBytesPerStep = 16;
-constexpr uint64_t kEntriesPerStep = 8;
-constexpr uint64_t kSearchBytesPerStep = 512;
-constexpr uint64_t kIterationSteps = 2;
-constexpr uint64_t kLoopObjectSteps = 24;
-constexpr uint64_t kCallSteps = 4;
-
-uint64_t saturating_mul(uint64_t a, uint64_t b) {
-  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
-// What building `v` allocated: its own characters or elements, not the values it shares.
-uint64_t build_steps(const Value& v) {
-  switch (v.kind()) {
-    case ValueKind::kString:
-      return v.as_string().size() / kBytesPerStep;
-    case ValueKind::kArray:
-      return v.as_array().size() * sizeof(Value) / kBytesPerStep;
-    case ValueKind::kObject:
-      return v.as_object().entries.size() * sizeof(std::pair<std::string, Value>) / kBytesPerStep;
-    default:
-      return 0;
-  }
-}
-
-// What reading `v` through (printing, comparing, scanning it) visits.
-uint64_t read_steps(const Value& v) {
-  const ValueSize s = v.size();
-  return (saturating_mul(s.items, sizeof(Value)) / kBytesPerStep) + s.bytes / kBytesPerStep;
-}
-
-Status overflow(SourcePos pos, const char* op) {
-  return out_of_range("chat template " + to_string(pos) + ": integer overflow in '" + op + "'");
-}
-
-int64_t floor_div(int64_t a, int64_t b) {  // b != 0, and not INT64_MIN / -1
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-// a ** b for b >= 0 by squaring: O(log b) steps, false on overflow.
-bool int_pow(int64_t a, int64_t b, int64_t& r) {
-  r = 1;
-  while (b > 0) {
-    if ((b & 1) != 0 && __builtin_mul_overflow(r, a, &r)) return false;
-    b >>= 1;
-    if (b > 0 && __builtin_mul_overflow(a, a, &a)) return false;
-  }
-  return true;
-}
+using cost::build_steps;
+using cost::kBytesPerStep;
+using cost::kCallSteps;
+using cost::kEntriesPerStep;
+using cost::kIterationSteps;
+using cost::kLoopObjectSteps;
+using cost::kSearchBytesPerStep;
+using cost::read_steps;
 
 // Tests that look at more than their input's type and so cost its size (see max_steps).
 bool test_reads_input(std::string_view name) {
@@ -542,7 +493,7 @@ Result<Value> Evaluator::eval_node(const Expr& e) {
         return error(e.pos, std::string("bad operand type for unary -/+: '") + v.type_name() + "'");
       if (e.op == Op::kPos) return v;
       if (v.kind() == ValueKind::kFloat) return Value(-v.as_double());
-      if (v.as_int() == INT64_MIN) return overflow(e.pos, "-");
+      if (v.as_int() == INT64_MIN) return integer_overflow(e.pos, "-");
       return Value(-v.as_int());
     }
     case ExprKind::kBinary:
@@ -614,262 +565,6 @@ Result<Value> Evaluator::eval_call(const Expr& e) {
   if (!r.ok()) return error(e.pos, r.status());
   CERA_RETURN_IF_ERROR(built(e.pos, *r));
   return r;
-}
-
-Result<Value> Evaluator::eval_binary(const Expr& e) {
-  CERA_ASSIGN_OR_RETURN(Value a, eval(*e.children[0]));
-  if (e.op == Op::kAnd) return a.truthy() ? eval(*e.children[1]) : a;
-  if (e.op == Op::kOr) return a.truthy() ? a : eval(*e.children[1]);
-  CERA_ASSIGN_OR_RETURN(Value b, eval(*e.children[1]));
-  // Reading the operands: comparing, printing or searching them. Joining two strings or lists
-  // costs what the result costs to build, charged when it is checked (built()).
-  const bool joins =
-      (e.op == Op::kAdd && a.kind() == b.kind() && (a.is_string() || a.is_array())) ||
-      e.op == Op::kConcat;
-  for (const Value* v : {&a, &b})
-    if (!joins || (e.op == Op::kConcat && !v->is_string()))
-      CERA_RETURN_IF_ERROR(charge_reading(e.pos, *v));
-  if ((e.op == Op::kIn || e.op == Op::kNotIn) && b.is_string())  // a substring search
-    CERA_RETURN_IF_ERROR(
-        charge(e.pos, saturating_mul(a.size().bytes, b.size().bytes) / kSearchBytesPerStep));
-  const auto type_error = [&](const char* op) {
-    return error(e.pos, std::string("unsupported operand types for ") + op + ": '" + a.type_name() +
-                            "' and '" + b.type_name() + "'");
-  };
-  // Sizes are checked before building what could not be kept anyway.
-  const auto too_large = [&](uint64_t bytes) {
-    return limit_error(e.pos, "a string of " + std::to_string(bytes) + " bytes: larger",
-                       limits_.max_value_bytes, "bytes", "max_value_bytes");
-  };
-  const bool both_ints = (a.kind() == ValueKind::kInt || a.kind() == ValueKind::kBool) &&
-                         (b.kind() == ValueKind::kInt || b.kind() == ValueKind::kBool);
-  const bool both_numbers = a.is_number() && b.is_number();
-  int64_t r = 0;
-  Value result;
-  switch (e.op) {
-    case Op::kConcat: {
-      const std::string sa = to_display_string(a), sb = to_display_string(b);
-      if (!fits(sa.size(), sb.size(), limits_.max_value_bytes))
-        return too_large(sa.size() + sb.size());
-      result = Value(sa + sb);
-      break;
-    }
-    case Op::kAdd:
-      if (both_ints) {
-        if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) return overflow(e.pos, "+");
-        return Value(r);
-      }
-      if (both_numbers) return Value(a.as_double() + b.as_double());
-      if (a.is_string() && b.is_string()) {
-        if (!fits(a.as_string().size(), b.as_string().size(), limits_.max_value_bytes))
-          return too_large(a.as_string().size() + b.as_string().size());
-        result = Value(a.as_string() + b.as_string());
-        break;
-      }
-      if (a.is_array() && b.is_array()) {
-        const uint64_t items = a.size().items + b.size().items;
-        if (items > limits_.max_value_items)
-          return limit_error(e.pos, "a list of " + std::to_string(items) + " items: more",
-                             limits_.max_value_items, "items", "max_value_items");
-        Array joined = a.as_array();
-        joined.insert(joined.end(), b.as_array().begin(), b.as_array().end());
-        result = Value(std::move(joined));
-        break;
-      }
-      return type_error("+");
-    case Op::kSub:
-      if (both_ints) {
-        if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) return overflow(e.pos, "-");
-        return Value(r);
-      }
-      if (both_numbers) return Value(a.as_double() - b.as_double());
-      return type_error("-");
-    case Op::kMul:
-      if (both_ints) {
-        if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) return overflow(e.pos, "*");
-        return Value(r);
-      }
-      if (both_numbers) return Value(a.as_double() * b.as_double());
-      if ((a.is_string() && b.kind() == ValueKind::kInt) ||
-          (a.kind() == ValueKind::kInt && b.is_string())) {
-        const std::string& s = a.is_string() ? a.as_string() : b.as_string();
-        const int64_t n = a.is_string() ? b.as_int() : a.as_int();
-        if (n <= 0 || s.empty()) return Value(std::string());
-        const uint64_t bytes = saturating_mul(s.size(), static_cast<uint64_t>(n));
-        if (bytes > limits_.max_value_bytes) return too_large(bytes);
-        std::string repeated;
-        repeated.reserve(bytes);
-        for (int64_t i = 0; i < n; ++i) repeated += s;
-        result = Value(std::move(repeated));
-        break;
-      }
-      return type_error("*");
-    case Op::kDiv:
-      if (!both_numbers) return type_error("/");
-      if (b.as_double() == 0) return error(e.pos, "division by zero");
-      return Value(a.as_double() / b.as_double());
-    case Op::kFloorDiv:
-    case Op::kMod:
-      if (!both_numbers) return type_error(e.op == Op::kMod ? "%" : "//");
-      if (b.as_double() == 0) return error(e.pos, "division by zero");
-      if (both_ints) {
-        if (b.as_int() == -1) {  // INT64_MIN / -1 overflows (and traps on x86)
-          if (e.op == Op::kMod) return Value(int64_t{0});
-          if (a.as_int() == INT64_MIN) return overflow(e.pos, "//");
-          return Value(-a.as_int());
-        }
-        const int64_t q = floor_div(a.as_int(), b.as_int());
-        return e.op == Op::kFloorDiv ? Value(q) : Value(a.as_int() - q * b.as_int());
-      } else {
-        const double q = std::floor(a.as_double() / b.as_double());
-        return e.op == Op::kFloorDiv ? Value(q) : Value(a.as_double() - q * b.as_double());
-      }
-    case Op::kPow:
-      if (both_ints && b.as_int() >= 0) {
-        if (!int_pow(a.as_int(), b.as_int(), r)) return overflow(e.pos, "**");
-        return Value(r);
-      }
-      if (both_numbers) return Value(std::pow(a.as_double(), b.as_double()));
-      return type_error("**");
-    case Op::kEq:
-      return Value(a.equals(b));
-    case Op::kNe:
-      return Value(!a.equals(b));
-    case Op::kLt:
-    case Op::kLe:
-    case Op::kGt:
-    case Op::kGe: {
-      int cmp = 0;
-      if (both_numbers)
-        cmp = a.as_double() < b.as_double() ? -1 : a.as_double() > b.as_double() ? 1 : 0;
-      else if (a.is_string() && b.is_string())
-        cmp = a.as_string().compare(b.as_string());
-      else
-        return type_error(e.op == Op::kLt   ? "<"
-                          : e.op == Op::kLe ? "<="
-                          : e.op == Op::kGt ? ">"
-                                            : ">=");
-      const bool less_or_equal = e.op == Op::kLt   ? cmp < 0
-                                 : e.op == Op::kLe ? cmp <= 0
-                                 : e.op == Op::kGt ? cmp > 0
-                                                   : cmp >= 0;
-      return Value(less_or_equal);
-    }
-    case Op::kIn:
-    case Op::kNotIn: {
-      bool found = false;
-      if (b.is_string()) {
-        if (!a.is_string()) return error(e.pos, "'in <string>' requires string as left operand");
-        found = b.as_string().find(a.as_string()) != std::string::npos;
-      } else if (b.is_object()) {
-        found = a.is_string() && b.as_object().find(a.as_string()) != nullptr;
-      } else if (b.is_array()) {
-        for (const Value& v : b.as_array()) found = found || v.equals(a);
-      } else if (!b.is_undefined()) {
-        return error(e.pos,
-                     std::string("argument of type '") + b.type_name() + "' is not iterable");
-      }
-      return Value(found != (e.op == Op::kNotIn));
-    }
-    default:
-      return error(e.pos, "unknown operator");
-  }
-  CERA_RETURN_IF_ERROR(built(e.pos, result));
-  return result;
-}
-
-namespace {
-
-// The number of indexes start, start + step, ... strictly before stop (step != 0), computed
-// without overflow.
-uint64_t slice_count(int64_t start, int64_t stop, int64_t step) {
-  const bool up = step > 0;
-  if (up ? start >= stop : start <= stop) return 0;
-  const uint64_t span = up ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
-                           : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
-  const uint64_t stride = up ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
-  return (span - 1) / stride + 1;
-}
-
-// The code points of `s` at indexes lo, lo + st, ... (count of them, all in range), walking
-// the string once instead of building one string per code point.
-std::string slice_string(const std::string& s, int64_t lo, int64_t st, uint64_t count) {
-  std::string out;
-  if (count == 0) return out;
-  if (is_ascii(s)) {
-    out.reserve(count);
-    for (uint64_t k = 0; k < count; ++k)
-      out += s[static_cast<size_t>(static_cast<uint64_t>(lo) + k * static_cast<uint64_t>(st))];
-    return out;
-  }
-  const auto first = static_cast<uint64_t>(lo);
-  const uint64_t stride = st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
-  const uint64_t last = st > 0 ? first + (count - 1) * stride : first - (count - 1) * stride;
-  const uint64_t low = std::min(first, last);
-  // Calls f on the selected code points in ascending order: `low`, then every stride-th.
-  const auto for_each_selected = [&](auto&& f) {
-    uint64_t index = 0, want = low, left = count;
-    for (size_t i = 0; i < s.size() && left > 0; ++index) {
-      const size_t next = utf8_next(s, i);
-      if (index == want) {
-        f(std::string_view(s).substr(i, next - i));
-        --left;
-        want += left > 0 ? stride : 0;
-      }
-      i = next;
-    }
-  };
-  if (st > 0) {
-    for_each_selected([&](std::string_view c) { out += c; });
-    return out;
-  }
-  size_t bytes = 0;  // a negative step emits them in reverse: size first, then fill from the end
-  for_each_selected([&](std::string_view c) { bytes += c.size(); });
-  out.resize(bytes);
-  size_t end = bytes;
-  for_each_selected([&](std::string_view c) {
-    end -= c.size();
-    out.replace(end, c.size(), c);
-  });
-  return out;
-}
-
-}  // namespace
-
-Result<Value> slice_value(const Value& v, const Value& start, const Value& stop,
-                          const Value& step) {
-  const bool is_string = v.is_string();
-  if (!is_string && !v.is_array())
-    return invalid_argument(std::string("cannot slice a ") + v.type_name());
-  const auto n = static_cast<int64_t>(is_string ? utf8_length(v.as_string()) : v.as_array().size());
-  for (const Value* b : {&start, &stop, &step})
-    if (!b->is_none() && b->kind() != ValueKind::kInt)
-      return invalid_argument("slice indices must be integers");
-  const int64_t st = step.is_none() ? 1 : step.as_int();
-  if (st == 0) return invalid_argument("slice step cannot be zero");
-  // Python's PySlice_AdjustIndices.
-  const auto adjust = [&](const Value& b, int64_t dflt) {
-    if (b.is_none()) return dflt;
-    int64_t i = b.as_int();
-    if (i < 0) {
-      i = i < -n ? -1 : i + n;  // no overflow for INT64_MIN
-      if (i < 0) i = st < 0 ? -1 : 0;
-    } else if (i >= n) {
-      i = st < 0 ? n - 1 : n;
-    }
-    return i;
-  };
-  const int64_t lo = adjust(start, st < 0 ? n - 1 : 0);
-  const int64_t hi = adjust(stop, st < 0 ? -1 : n);
-  const uint64_t count = slice_count(lo, hi, st);
-  if (is_string) return Value(slice_string(v.as_string(), lo, st, count));
-  Array a;
-  a.reserve(count);
-  const Array& items = v.as_array();
-  for (uint64_t k = 0; k < count; ++k)
-    a.push_back(
-        items[static_cast<size_t>(static_cast<uint64_t>(lo) + k * static_cast<uint64_t>(st))]);
-  return Value(std::move(a));
 }
 
 }  // namespace cera::runtime::chat

@@ -69,7 +69,12 @@ class Evaluator {
   uint64_t iterations_ = 0;
 };
 
-// Applies Python slice semantics (negative indexes, steps, clamping) to a list or string.
+// Applies Python slice semantics (negative indexes, steps, clamping) to a list or string
+// (slice.cpp).
 Result<Value> slice_value(const Value& v, const Value& start, const Value& stop, const Value& step);
+
+// "chat template L:C: integer overflow in '<op>'": int64 arithmetic where Python would grow a
+// big integer (operators.cpp).
+Status integer_overflow(SourcePos pos, const char* op);
 
 }  // namespace cera::runtime::chat

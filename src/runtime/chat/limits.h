@@ -12,9 +12,9 @@
 namespace cera::runtime::chat {
 
 // The defaults sit far above what real templates use (the fixtures under
-// tests/fixtures/chat/templates render long conversations with a few thousand steps, a nesting
-// depth under 20 and outputs of kilobytes) and far below what hurts the host: at the limits a
-// render takes well under a second and a few hundred MB. Raise them only for trusted templates.
+// tests/fixtures/chat/templates render in under 4,000 steps, nest at most 19 levels and print
+// kilobytes) and far below what hurts the host: a render that reaches any of them ends in
+// about half a second (Release build) and a few hundred MB. Raise them only for trusted templates.
 struct TemplateLimits {
   // The template's source, checked before lexing (tokens and tree take ~10x its size). Real
   // chat templates are under 20 KB.
@@ -41,7 +41,7 @@ struct TemplateLimits {
   // compared or printed) and a few for each loop iteration, call and name lookup. It bounds
   // the time (well under a second at the limit in a Release build) and the memory a render can
   // allocate in all (16 bytes a step: 160 MB). The fixtures' renders take under 4,000 steps,
-  // and 1.4 million with their conversations repeated 1,000 times (3,000 messages).
+  // and 1.4 million with their conversations repeated 1,000 times (thousands of messages).
   uint64_t max_steps = 10'000'000;
 };
 
