@@ -268,9 +268,9 @@ Result<Evaluator::Flow> Evaluator::exec_for(const Stmt& s, std::string& out) {
                          "max_loop_iterations");
     return charge(s.pos, kIterationSteps);
   };
-  ScopedFrame frame(frames_);
   Array kept;
   if (s.filter) {  // the loop filter runs first, so loop.length/last count the kept items
+    ScopedFrame frame(frames_);
     for (const Value& item : *items) {
       CERA_RETURN_IF_ERROR(next_iteration());
       frame->entries.clear();
@@ -280,7 +280,8 @@ Result<Evaluator::Flow> Evaluator::exec_for(const Stmt& s, std::string& out) {
     }
     items = &kept;
   }
-  if (items->empty()) return exec(s.else_body, out);
+  if (items->empty()) return exec(s.else_body, out);  // in the enclosing scope
+  ScopedFrame frame(frames_);
   for (size_t i = 0; i < items->size(); ++i) {
     CERA_RETURN_IF_ERROR(next_iteration());
     // A fresh scope per iteration; reusing the frame's storage keeps an iteration cheap.

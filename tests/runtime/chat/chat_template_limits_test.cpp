@@ -335,6 +335,11 @@ TEST(ChatTemplateLimits, SlicesAndIndexesCountCodePoints) {
   EXPECT_EQ(render("{{ [1, 2, 3, 4][::-3] }} {{ [1, 2, 3][5:] }} {{ range(10)[8:2:-3] }}"),
             "[4, 1] [] [8, 5]");
   EXPECT_EQ(render("{{ [1, 1.0, true, 'a', 'a', none, 2] | unique | list }}"), "[1, 'a', None, 2]");
+  // Loop scopes as before the frame reuse: the else branch sets in the enclosing scope, an
+  // iteration does not see the previous one's variables.
+  EXPECT_EQ(render("{% for x in [] %}{% else %}{% set y = 1 %}{% endfor %}{{ y }}"), "1");
+  EXPECT_EQ(render("{% for x in [1, 2] %}{{ z }}{% set z = x %}{{ z }}{% endfor %}{{ z }}"), "12");
+  EXPECT_EQ(render("{% for x in [1, 2, 3] if x > 1 %}{{ loop.index }}{{ x }}{% endfor %}"), "1223");
   EXPECT_EQ(render("{{ [[1], [1]] | unique | list }}"),
             "chat template 1:15: unique: unhashable "
             "type: 'list'");
