@@ -3,7 +3,8 @@
 // p90 tokens/s, with the share of memory bandwidth generation reaches: the bytes of weights one
 // token reads (for a mixture of experts only the chosen experts' share of each expert stack) per
 // second, against the measured host bandwidth or --roofline-gbs (a device's, e.g. 4300 for the
-// H200 of PERFORMANCE.md).
+// H200 of PERFORMANCE.md). With --concurrency N the serving bench runs instead
+// (bench_concurrency.h): N requests at once through the engine loop.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "arg_checks.h"
+#include "bench_concurrency.h"
 #include "membw.h"
 #include "model_options.h"
 #include "output.h"
@@ -31,7 +33,12 @@ struct BenchOptions {
   bool membw = true;
   double roofline_gbs = 0;  // > 0: the bandwidth shares are reported against (no host measurement)
   bool pipeline = true;     // false: greedy decode reads each token back before queuing the next step
+  ConcurrencyBenchOptions concurrent;  // concurrency > 0: the serving bench instead of the tests above
 };
+
+// --concurrency: far beyond any useful batch; a step computes at most -b (<= 65536) tokens, so
+// more requests than that could never all decode in one step.
+constexpr int64_t kMaxConcurrency = kMaxBatch;
 
 struct Summary {
   double median, p10, p90;
@@ -68,6 +75,12 @@ uint64_t decode_bytes(const format::GgufFile& f, const model::HParams& hp) {
 }
 
 void bench(const BenchOptions& o) {
+  if (o.concurrent.concurrency > 0) {
+    ConcurrencyBenchOptions c = o.concurrent;
+    c.reps = o.reps;
+    bench_concurrency(o.model, c);
+    return;
+  }
   auto engine = load_engine_or_exit("bench", o.model);
   const int32_t n_vocab = engine->model().hparams().n_vocab;
   const int32_t ctx = o.depth + std::max(o.n_prompt, o.n_gen) + 1;
@@ -168,6 +181,26 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--roofline-gbs", o->roofline_gbs,
                   "memory bandwidth (GB/s) to report the share of, instead of measuring the host's (e.g. 4300: H200)")
       ->check(real_range({.lo = 0, .hi = 1e6}, "0: measure the host's"));
+  // The serving bench (bench_concurrency.h); its options need --concurrency, and the
+  // single-sequence tests' own options are refused beside it rather than silently ignored.
+  ConcurrencyBenchOptions& c = o->concurrent;
+  auto* concurrency =
+      cmd->add_option("--concurrency", c.concurrency,
+                      "N requests at once through the engine loop: aggregate tokens/s, TTFT, inter-token latency")
+          ->check(int_range(1, kMaxConcurrency));
+  const auto needs_concurrency = [&](CLI::Option* opt) { opt->needs(concurrency); };
+  needs_concurrency(cmd->add_option("--prompt", c.n_prompt, "--concurrency: prompt tokens a request")
+                        ->check(int_range(1, kMaxBenchTokens)));
+  needs_concurrency(cmd->add_option("--gen", c.n_gen, "--concurrency: generated tokens a request")
+                        ->check(int_range(1, kMaxBenchTokens)));
+  needs_concurrency(cmd->add_option("--shared-prefix", c.shared_prefix,
+                                    "--concurrency: leading prompt tokens common to every request (at most --prompt)")
+                        ->check(int_range(0, kMaxBenchTokens)));
+  needs_concurrency(cmd->add_option("--kv-tokens", c.kv_tokens,
+                                    "--concurrency: KV pool in tokens (0: enough for every request; smaller: preemption)")
+                        ->check(int_range(0, kInt32Max, "0: concurrency x (prompt + gen)")));
+  for (const char* single : {"--n-prompt", "--n-gen", "--depth", "--no-pipeline", "--no-membw", "--roofline-gbs"})
+    concurrency->excludes(cmd->get_option(single));
   cmd->callback([o] { bench(*o); });
 }
 

@@ -1,0 +1,328 @@
+// `cera bench --concurrency N`: one engine loop for the whole bench; each run submits N requests
+// at once and waits for all of them. Beyond the client-side latencies, the token callbacks' order
+// shows each step's rows: the gap between two rows of one step is host work only (one row's
+// sampling over [n_vocab] logits, its text decoding and bookkeeping), since a step's forward ends
+// before its first row is sampled; the bench prints that split so the limit of a batch is measured.
+#include "bench_concurrency.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "arg_checks.h"
+#include "output.h"
+#include "runtime/engine/engine_loop.h"
+
+namespace cera::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int32_t kBlockSize = 16;  // EngineLoopOptions' default KV block
+
+// One request's times: submit on the main thread before submit(), tokens on the loop's thread in
+// its token sink; read after wait() (the loop publishes the result after the last sink call).
+struct RequestTimes {
+  Clock::time_point submit;
+  std::vector<Clock::time_point> tokens;  // [n_gen] when each token was handed out
+};
+
+// One token handed out, in the loop's order (loop thread only during a run).
+struct TokenEvent {
+  Clock::time_point at;
+  int32_t request = 0;
+};
+
+struct Workload {
+  int32_t n_requests, n_prompt, n_gen, shared_prefix, n_vocab;
+};
+
+struct RunResult {
+  int64_t n_generated = 0;
+  double output_tps = 0;  // generated tokens / (first submit -> last token)
+  double prompt_tps = 0;  // prompt tokens / (first submit -> the last request's first token)
+  double ttft_p50 = 0, ttft_p99 = 0, itl_p50 = 0, itl_p99 = 0, e2e_p50 = 0, e2e_p99 = 0;  // ms
+  int64_t preemptions = 0, steps = 0, forward_tokens = 0;
+  // Steps in which every request had one row (the decode steady state).
+  int64_t full_steps = 0;
+  double step_ms = 0;     // median time from a full step's first row to the next full step's first row
+  double row_gap_ms = 0;  // median gap between consecutive rows of one full step (0 when N = 1)
+};
+
+// Linear interpolation between the closest ranks (as the single-sequence bench's summary).
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double idx = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(idx);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
+}
+
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// Splits the run's token order into steps (a step holds each request at most once and lists them
+// in the same running order, so a request seen again starts the next step) and times the steps
+// in which all n requests had a row.
+void profile_steps(const std::vector<TokenEvent>& events, int32_t n, RunResult& r) {
+  std::vector<std::pair<size_t, size_t>> steps;  // [begin, end) into events
+  std::vector<int64_t> seen_in(static_cast<size_t>(n), -1);
+  for (size_t i = 0; i < events.size(); ++i) {
+    const auto req = static_cast<size_t>(events[i].request);
+    if (steps.empty() || seen_in[req] == static_cast<int64_t>(steps.size()) - 1) steps.emplace_back(i, i);
+    seen_in[req] = static_cast<int64_t>(steps.size()) - 1;
+    steps.back().second = i + 1;
+  }
+  std::vector<double> periods, gaps;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const auto [b, e] = steps[s];
+    if (e - b != static_cast<size_t>(n)) continue;
+    ++r.full_steps;
+    for (size_t i = b + 1; i < e; ++i) gaps.push_back(ms(events[i].at - events[i - 1].at));
+    if (s + 1 < steps.size() && steps[s + 1].second - steps[s + 1].first == static_cast<size_t>(n))
+      periods.push_back(ms(events[steps[s + 1].first].at - events[b].at));
+  }
+  r.step_ms = percentile(periods, 0.5);
+  r.row_gap_ms = percentile(gaps, 0.5);
+}
+
+// Fresh random prompts each run (the shared prefix too), so that a future prefix cache cannot
+// reuse one run's blocks in the next; ids from the fixed-seed generator the caller owns.
+RunResult run_once(runtime::EngineLoop& loop, std::mt19937& rng, const Workload& w) {
+  auto random_ids = [&](int32_t n, std::vector<int32_t>& out) {
+    for (int32_t i = 0; i < n; ++i) out.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(w.n_vocab)));
+  };
+  std::vector<int32_t> prefix;
+  random_ids(w.shared_prefix, prefix);
+  std::vector<runtime::RequestParams> params(static_cast<size_t>(w.n_requests));
+  for (runtime::RequestParams& p : params) {
+    p.prompt = prefix;
+    random_ids(w.n_prompt - w.shared_prefix, p.prompt);
+    p.sampling = {.temperature = 0.0f};
+    p.max_tokens = w.n_gen;
+    p.stop_at_end_of_generation = false;  // exactly n_gen tokens each
+  }
+  std::vector<RequestTimes> times(params.size());
+  std::vector<TokenEvent> events;
+  events.reserve(params.size() * static_cast<size_t>(w.n_gen));  // no allocation inside the sinks
+  for (size_t i = 0; i < params.size(); ++i) {
+    times[i].tokens.reserve(static_cast<size_t>(w.n_gen));
+    params[i].on_token = [t = &times[i], &events, i](int32_t) {
+      const Clock::time_point now = Clock::now();
+      t->tokens.push_back(now);
+      events.push_back({now, static_cast<int32_t>(i)});
+    };
+  }
+  const runtime::EngineLoopStats before = loop.stats();
+  std::vector<runtime::RequestHandle> handles;
+  const Clock::time_point t0 = Clock::now();
+  for (size_t i = 0; i < params.size(); ++i) {
+    times[i].submit = Clock::now();
+    auto h = loop.submit(std::move(params[i]));
+    if (!h.ok()) fail("bench", h.status().with_context(fmt::format("submitting request {} of {}", i + 1, params.size())));
+    handles.push_back(*h);
+  }
+  RunResult r;
+  for (size_t i = 0; i < handles.size(); ++i) {
+    const runtime::RequestResult& res = handles[i].wait();
+    if (!res.status.ok()) fail("bench", res.status.with_context(fmt::format("request {}", i + 1)));
+    if (static_cast<int32_t>(res.tokens.size()) != w.n_gen || times[i].tokens.size() != res.tokens.size()) {
+      fail("bench", Status(ErrorCode::kInternal,
+                           fmt::format("request {} ended ({}) after {} of its {} tokens", i + 1,
+                                       runtime::finish_reason_name(res.reason), res.tokens.size(), w.n_gen)));
+    }
+    r.n_generated += static_cast<int64_t>(res.tokens.size());
+  }
+  const runtime::EngineLoopStats after = loop.stats();
+  std::vector<double> ttft, itl, e2e;
+  Clock::time_point last_token = t0, last_first = t0;
+  for (const RequestTimes& t : times) {
+    ttft.push_back(ms(t.tokens.front() - t.submit));
+    e2e.push_back(ms(t.tokens.back() - t.submit));
+    for (size_t k = 1; k < t.tokens.size(); ++k) itl.push_back(ms(t.tokens[k] - t.tokens[k - 1]));
+    last_token = std::max(last_token, t.tokens.back());
+    last_first = std::max(last_first, t.tokens.front());
+  }
+  r.output_tps = static_cast<double>(r.n_generated) / std::chrono::duration<double>(last_token - t0).count();
+  r.prompt_tps = static_cast<double>(int64_t{w.n_requests} * w.n_prompt) /
+                 std::chrono::duration<double>(last_first - t0).count();
+  r.ttft_p50 = percentile(ttft, 0.5);
+  r.ttft_p99 = percentile(ttft, 0.99);
+  r.itl_p50 = percentile(itl, 0.5);
+  r.itl_p99 = percentile(itl, 0.99);
+  r.e2e_p50 = percentile(e2e, 0.5);
+  r.e2e_p99 = percentile(e2e, 0.99);
+  r.preemptions = after.n_preemptions - before.n_preemptions;
+  r.steps = after.n_steps - before.n_steps;
+  r.forward_tokens = after.n_forward_tokens - before.n_forward_tokens;
+  profile_steps(events, w.n_requests, r);
+  return r;
+}
+
+void print_row(const std::string& label, int32_t n_requests, const RunResult& r) {
+  stdout_print("| {:<6} | {:>8} | {:>9} | {:>10.2f} | {:>10.2f} | {:>8.1f} | {:>8.1f} | {:>7.2f} | {:>7.2f} | {:>8.1f} | "
+               "{:>8.1f} | {:>7} | {:>5} |\n",
+               label, n_requests, r.n_generated, r.output_tps, r.prompt_tps, r.ttft_p50, r.ttft_p99, r.itl_p50,
+               r.itl_p99, r.e2e_p50, r.e2e_p99, r.preemptions, r.steps);
+  fail_if_stdout_failed();
+}
+
+// Each column's median over the runs (counts included: they differ only when preemption does).
+RunResult median_of(const std::vector<RunResult>& runs) {
+  auto med = [&](auto field) {
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(static_cast<double>(r.*field));
+    return percentile(v, 0.5);
+  };
+  RunResult m;
+  m.n_generated = static_cast<int64_t>(med(&RunResult::n_generated));
+  m.output_tps = med(&RunResult::output_tps);
+  m.prompt_tps = med(&RunResult::prompt_tps);
+  m.ttft_p50 = med(&RunResult::ttft_p50);
+  m.ttft_p99 = med(&RunResult::ttft_p99);
+  m.itl_p50 = med(&RunResult::itl_p50);
+  m.itl_p99 = med(&RunResult::itl_p99);
+  m.e2e_p50 = med(&RunResult::e2e_p50);
+  m.e2e_p99 = med(&RunResult::e2e_p99);
+  m.preemptions = static_cast<int64_t>(med(&RunResult::preemptions));
+  m.steps = static_cast<int64_t>(med(&RunResult::steps));
+  m.forward_tokens = static_cast<int64_t>(med(&RunResult::forward_tokens));
+  m.full_steps = static_cast<int64_t>(med(&RunResult::full_steps));
+  m.step_ms = med(&RunResult::step_ms);
+  m.row_gap_ms = med(&RunResult::row_gap_ms);
+  return m;
+}
+
+uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+// The pool: --kv-tokens, or every request's P + G rounded up to whole blocks (the scheduler holds
+// whole blocks per request), so that nothing is preempted. Refuses what cannot run, with numbers.
+int32_t kv_pool_tokens(const ConcurrencyBenchOptions& o) {
+  const int64_t per_request = int64_t{o.n_prompt} + o.n_gen;
+  if (o.kv_tokens > 0) {
+    if (o.kv_tokens < per_request) {
+      fail("bench", out_of_range(fmt::format("--kv-tokens {} cannot hold one request of --prompt {} + --gen {} = {} "
+                                             "tokens: use --kv-tokens {} or more (0: enough for all {} requests)",
+                                             o.kv_tokens, o.n_prompt, o.n_gen, per_request, per_request,
+                                             o.concurrency)));
+    }
+    return o.kv_tokens;
+  }
+  const int64_t blocks = (per_request + kBlockSize - 1) / kBlockSize;
+  const int64_t pool = int64_t{o.concurrency} * blocks * kBlockSize;
+  if (pool > kInt32Max) {
+    fail("bench", out_of_range(fmt::format("--concurrency {} x (--prompt {} + --gen {}) needs a KV pool of {} tokens, "
+                                           "more than {}: use a smaller --concurrency, --prompt or --gen, or a "
+                                           "--kv-tokens pool (requests are then preempted)",
+                                           o.concurrency, o.n_prompt, o.n_gen, pool, kInt32Max)));
+  }
+  return static_cast<int32_t>(pool);
+}
+
+}  // namespace
+
+void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions& o) {
+  if (o.shared_prefix > o.n_prompt) {
+    fail("bench", out_of_range(fmt::format("--shared-prefix {} is longer than the prompt (--prompt {}): use at most {}",
+                                           o.shared_prefix, o.n_prompt, o.n_prompt)));
+  }
+  const int32_t kv_tokens = kv_pool_tokens(o);
+  auto engine = load_engine_or_exit("bench", model);
+  const int32_t n_ctx_train = engine->model().hparams().n_ctx_train;
+  const int64_t n_ctx = model.ctx > 0 ? model.ctx : n_ctx_train;
+  const int64_t per_request = int64_t{o.n_prompt} + o.n_gen;
+  if (per_request > n_ctx) {
+    const std::string ctx_source = model.ctx > 0 ? fmt::format("-c {}", model.ctx) : "-c 0: the model's training context";
+    fail("bench", out_of_range(fmt::format("--prompt {} + --gen {} = {} tokens a request do not fit the context of {} "
+                                           "tokens ({}): use -c {} or more, or a smaller --prompt or --gen",
+                                           o.n_prompt, o.n_gen, per_request, n_ctx, ctx_source, per_request)));
+  }
+  const uint64_t kv_bytes =
+      engine->kv_cache_bytes({.n_ctx = kv_tokens, .n_batch = model.batch, .kv_block_size = kBlockSize});
+  const uint64_t memory = physical_memory_bytes();
+  if (engine->backend().device() == Device::kCpu && memory > 0 && kv_bytes > memory) {
+    fail("bench", out_of_range(fmt::format("a KV pool of {} tokens needs {:.1f} GiB, more than the {:.1f} GiB of "
+                                           "memory this machine has: use a smaller --concurrency, or --kv-tokens "
+                                           "(requests are then preempted)",
+                                           kv_tokens, kv_bytes / 1073741824.0, memory / 1073741824.0)));
+  }
+  auto loop = runtime::EngineLoop::create(engine->model(), engine->tokenizer(),
+                                          {.n_ctx = static_cast<int32_t>(n_ctx),
+                                           .max_batch_tokens = model.batch,
+                                           .max_running = o.concurrency,
+                                           .max_waiting = o.concurrency,
+                                           .kv_block_size = kBlockSize,
+                                           .kv_tokens = kv_tokens,
+                                           .kv_type = engine->kv_type()});
+  if (!loop.ok()) fail("bench", loop.status());
+  const format::GgufFile& f = engine->file();
+  // The header first, flushed: a stdout that cannot be written stops the bench before it runs.
+  stdout_print("model: {} ({}, {:.2f} GiB)\nbackend: {}, kv cache {}\n", model.model,
+               f.get_or<std::string>("general.name", "?").value_or("?"), f.file_size() / 1073741824.0,
+               engine->backend().name(), dtype_name(engine->kv_type()));
+  stdout_print("workload: {} requests submitted at once, each {} random prompt tokens ({} of them shared by all) + "
+               "{} greedy tokens\nengine loop: max_running {}, max_batch_tokens {} (-b), n_ctx {}, KV pool {} tokens "
+               "({:.1f} MiB)\n",
+               o.concurrency, o.n_prompt, o.shared_prefix, o.n_gen, o.concurrency, model.batch, (*loop)->n_ctx(),
+               kv_tokens, kv_bytes / 1048576.0);
+  stdout_flush();
+  fail_if_stdout_failed();
+
+  // The model's rows past the tokenizer's vocabulary (padding) are no valid prompt ids.
+  const Workload w{.n_requests = o.concurrency,
+                   .n_prompt = o.n_prompt,
+                   .n_gen = o.n_gen,
+                   .shared_prefix = o.shared_prefix,
+                   .n_vocab = std::min(engine->model().hparams().n_vocab, engine->tokenizer().n_vocab())};
+  std::mt19937 rng(42);
+  run_once(**loop, rng, w);  // warm-up (page faults, caches, thread pool), discarded as in the single bench
+  stdout_print("\n| {:<6} | {:>8} | {:>9} | {:>10} | {:>10} | {:>8} | {:>8} | {:>7} | {:>7} | {:>8} | {:>8} | {:>7} | {:>5} |\n",
+               "run", "requests", "generated", "output t/s", "prompt t/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99",
+               "E2E p50", "E2E p99", "preempt", "steps");
+  stdout_print("|{:-<8}|{:->10}|{:->11}|{:->12}|{:->12}|{:->10}|{:->10}|{:->9}|{:->9}|{:->10}|{:->10}|{:->9}|{:->7}|\n", "",
+               "", "", "", "", "", "", "", "", "", "", "", "");
+  std::vector<RunResult> runs;
+  for (int32_t r = 0; r < o.reps; ++r) {
+    runs.push_back(run_once(**loop, rng, w));
+    print_row(std::to_string(r + 1), o.concurrency, runs.back());
+  }
+  const RunResult m = median_of(runs);
+  if (runs.size() > 1) print_row("median", o.concurrency, m);
+  (*loop)->shutdown(runtime::ShutdownMode::kDrain);
+  if (const Status st = (*loop)->check_pool_after_shutdown(); !st.ok()) fail("bench", st);
+
+  const int64_t no_reuse = int64_t{o.concurrency} * (o.n_prompt + o.n_gen - 1);
+  stdout_print("\nmeasured runs: {}, after one warm-up; times in ms from each request's submit, taken when the loop hands out a "
+               "token. output t/s = generated tokens / (first submit -> last token); prompt t/s = prompt tokens / "
+               "(first submit -> the last request's first token); ITL over every gap between a request's tokens.\n",
+               o.reps);
+  stdout_print("prefix cache: none yet, hit rate 0 % ({} tokens computed a run, median; {} x ({} + {} - 1) = {} "
+               "without any reuse{})\n",
+               m.forward_tokens, o.concurrency, o.n_prompt, o.n_gen, no_reuse,
+               o.shared_prefix > 0 ? fmt::format("; the {} shared prompt tokens are computed by every request",
+                                                 o.shared_prefix)
+                                   : std::string());
+  if (m.full_steps > 0) {
+    stdout_print("steps in which all {} requests had a row: {} a run, median {:.2f} ms each", o.concurrency, m.full_steps,
+                 m.step_ms);
+    if (o.concurrency > 1) {
+      stdout_print("; {:.3f} ms between two rows of a step (host work a row: sampling over {} logits, text decoding), "
+                   "so about {:.2f} ms a step for the forward and scheduling",
+                   m.row_gap_ms, engine->model().hparams().n_vocab,
+                   std::max(0.0, m.step_ms - o.concurrency * m.row_gap_ms));
+    }
+    stdout_print("\n");
+  }
+  fail_if_stdout_failed();  // main's final flush catches what is still buffered
+}
+
+}  // namespace cera::cli

@@ -1,0 +1,107 @@
+// `cera bench --concurrency N` (issue 17, deliverable 5) on stories260K: every run's table row
+// counts exactly N x G generated tokens and the tokens the loop computed (N x (P + G - 1) with no
+// reuse), also when a small KV pool forces preemption; bad values are refused with the range in
+// plain numbers. Timings are printed, never asserted.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "stories_model.h"
+
+namespace cera::test {
+namespace {
+
+// The table's run rows ("| 1 | ..."; the median row too when asked), split into trimmed cells.
+std::vector<std::vector<std::string>> table_rows(const std::string& out, bool with_median = false) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| ", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream parts(line.substr(1));
+    for (std::string cell; std::getline(parts, cell, '|');) {
+      const size_t b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+      cells.push_back(b == std::string::npos ? std::string() : cell.substr(b, e - b + 1));
+    }
+    const bool run = !cells.empty() && !cells[0].empty() && std::isdigit(static_cast<unsigned char>(cells[0][0]));
+    if (run || (with_median && !cells.empty() && cells[0] == "median")) rows.push_back(cells);
+  }
+  return rows;
+}
+
+// Columns: run, requests, generated, output t/s, prompt t/s, TTFT p50/p99, ITL p50/p99, E2E p50/p99,
+// preemptions, steps.
+constexpr size_t kRequests = 1, kGenerated = 2, kPreempt = 11, kColumns = 13;
+
+void expect_refused(const CliResult& r, const std::vector<std::string>& needles, const std::string& what) {
+  EXPECT_NE(r.exit_code, 0) << what << ": " << r.err;
+  EXPECT_EQ(r.signal, 0) << what;
+  for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << what << ": no '" << n << "' in: " << r.err;
+  EXPECT_TRUE(r.out.empty()) << what << ": " << r.out;
+}
+
+TEST(CliBenchConcurrency, FourRequestsOfEightTokensCountThirtyTwoGeneratedTokens) {
+  const CliResult r =
+      run_cera({"bench", "-m", stories_gguf().string(), "--concurrency", "4", "--prompt", "16", "--gen", "8", "-r", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = table_rows(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  ASSERT_EQ(rows[0].size(), kColumns) << r.out;
+  EXPECT_EQ(rows[0][kRequests], "4");
+  EXPECT_EQ(rows[0][kGenerated], "32");
+  EXPECT_EQ(rows[0][kPreempt], "0") << "the default pool holds every request";
+  // No prefix cache yet: said so, and every request's prompt and decode tokens are computed.
+  EXPECT_NE(r.out.find("prefix cache: none yet, hit rate 0 % (92 tokens computed a run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 x (16 + 8 - 1) = 92 without any reuse"), std::string::npos) << r.out;
+}
+
+TEST(CliBenchConcurrency, EveryRunAndTheMedianCountTheTokensWithASharedPrefixAndPreemption) {
+  // 3 blocks of 16 for 4 requests of 2 blocks each: the loop must preempt, yet every request
+  // still generates its 8 tokens.
+  const CliResult r = run_cera({"bench", "-m", stories_gguf().string(), "--concurrency", "4", "--prompt", "16", "--gen",
+                                "8", "--shared-prefix", "8", "--kv-tokens", "48", "-r", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = table_rows(r.out, /*with_median=*/true);
+  ASSERT_EQ(rows.size(), 4u) << r.out;
+  EXPECT_EQ(rows.back()[0], "median");
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), kColumns) << r.out;
+    EXPECT_EQ(row[kRequests], "4") << r.out;
+    EXPECT_EQ(row[kGenerated], "32") << r.out;
+  }
+  EXPECT_NE(r.out.find("the 8 shared prompt tokens are computed by every request"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KV pool 48 tokens"), std::string::npos) << r.out;
+}
+
+TEST(CliBenchConcurrency, BadValuesAreRefusedWithTheRangeInPlainNumbers) {
+  const std::string model = stories_gguf().string();
+  expect_refused(run_cera({"bench", "-m", model, "--concurrency", "0"}), {"--concurrency", "1", "65536", "got 0"},
+                 "--concurrency 0");
+  expect_refused(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "400", "--gen", "200", "-c", "512"}),
+                 {"--prompt 400 + --gen 200 = 600 tokens", "context of 512 tokens", "-c 512", "use -c 600"},
+                 "P + G over -c");
+  // -c 0: stories260K's training context (512) is the limit, and the message says where it came from.
+  expect_refused(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "400", "--gen", "200"}),
+                 {"600 tokens", "context of 512 tokens", "training context"}, "P + G over the training context");
+  expect_refused(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "0"}), {"--prompt", "1", "16777216"},
+                 "--prompt 0");
+  expect_refused(run_cera({"bench", "-m", model, "--concurrency", "2", "--gen", "0"}), {"--gen", "1", "16777216"},
+                 "--gen 0");
+  expect_refused(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "16", "--shared-prefix", "17"}),
+                 {"--shared-prefix 17", "--prompt 16", "at most 16"}, "--shared-prefix over --prompt");
+  expect_refused(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "16", "--gen", "8", "--kv-tokens", "10"}),
+                 {"--kv-tokens 10", "16 + --gen 8 = 24", "--kv-tokens 24 or more"}, "--kv-tokens below one request");
+  expect_refused(run_cera({"bench", "-m", model, "--concurrency", "2", "--kv-tokens", "-1"}),
+                 {"--kv-tokens", "0", "2147483647"}, "--kv-tokens -1");
+  // The serving options need --concurrency; the single-sequence ones are refused beside it.
+  expect_refused(run_cera({"bench", "-m", model, "--prompt", "16"}), {"--prompt", "--concurrency"}, "--prompt alone");
+  expect_refused(run_cera({"bench", "-m", model, "--concurrency", "2", "-p", "16"}), {"--n-prompt", "--concurrency"},
+                 "-p with --concurrency");
+}
+
+}  // namespace
+}  // namespace cera::test
