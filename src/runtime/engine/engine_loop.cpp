@@ -1,7 +1,7 @@
 // A step: under the mutex, cancelled requests are collected and the scheduler plans; outside it,
 // preempted requests' sequences are freed, the plan becomes one ForwardBatch (each request's
 // chunk contiguous, in plan order), the model runs it, and every output row is sampled with its
-// request's own Sampler. A preempted request keeps its tokens, sampler (RNG position included),
+// request's own Sampler (BatchSampler: one device top_k for all rows). A preempted request keeps its tokens, sampler (RNG position included),
 // decoder and held text: its recompute only rebuilds K/V (and recurrent state) for the tokens it
 // had, and the row that completes them samples the next new token, so its output is unchanged.
 // Duplicated from Session for now (to merge when Session goes): held_suffix, the stop-string and
@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <string>
 
 #include "core/check.h"
@@ -47,11 +48,12 @@ struct EngineLoop::Live {
   SeqId seq = -1;  // its KV sequence while running
 };
 
-EngineLoop::EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, const SchedulerConfig& sc,
-                       int32_t n_ctx)
+EngineLoop::EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, BatchSampler sampler,
+                       const SchedulerConfig& sc, int32_t n_ctx)
     : model_(&model),
       tokenizer_(std::move(tokenizer)),
       cache_(std::move(cache)),
+      batch_sampler_(std::move(sampler)),
       n_ctx_(n_ctx),
       n_vocab_(model.hparams().n_vocab),
       scheduler_(sc) {}
@@ -81,6 +83,8 @@ Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, cons
                                                                .max_batch_tokens = options.max_batch_tokens,
                                                                .max_sequences = options.max_running,
                                                                .kv_type = options.kv_type}));
+  CERA_ASSIGN_OR_RETURN(BatchSampler sampler,
+                        BatchSampler::create(model.backend(), model.hparams().n_vocab, options.max_running));
   const SchedulerConfig sc{.max_batch_tokens = options.max_batch_tokens,
                            .max_running = options.max_running,
                            .max_waiting = options.max_waiting,
@@ -88,7 +92,7 @@ Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, cons
                            .n_blocks = static_cast<int32_t>(n_blocks),
                            .n_ctx = static_cast<int32_t>(n_ctx)};
   auto loop = std::unique_ptr<EngineLoop>(
-      new EngineLoop(model, tokenizer, std::move(cache), sc, static_cast<int32_t>(n_ctx)));
+      new EngineLoop(model, tokenizer, std::move(cache), std::move(sampler), sc, static_cast<int32_t>(n_ctx)));
   loop->thread_ = std::thread([p = loop.get()] { p->run(); });
   return loop;
 }
@@ -104,6 +108,22 @@ Result<RequestHandle> EngineLoop::submit(RequestParams params) {
     }
   }
   if (params.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
+  for (const auto& [t, bias] : params.logit_bias) {
+    if (t < 0 || t >= n_vocab_) {
+      return invalid_argument("logit_bias token " + std::to_string(t) + " is outside the vocabulary of " +
+                              std::to_string(n_vocab_));
+    }
+    if (!std::isfinite(bias) || std::fabs(bias) > kMaxAbsLogitBias) {
+      return invalid_argument("logit_bias of token " + std::to_string(t) + " is " + std::to_string(bias) +
+                              ": a bias must be finite, at most 1e30 in magnitude");
+    }
+  }
+  const int32_t max_top = std::min(kMaxTopLogprobs, n_vocab_);
+  if (params.top_logprobs < 0 || params.top_logprobs > max_top) {
+    return invalid_argument("top_logprobs is " + std::to_string(params.top_logprobs) + ": it must be in 0.." +
+                            std::to_string(max_top));
+  }
+  if (params.top_logprobs > 0 && !params.logprobs) return invalid_argument("top_logprobs needs logprobs");
   const auto n_prompt = static_cast<int32_t>(params.prompt.size());
   auto live = std::make_unique<Live>(std::move(params), tokenizer_);
   live->result.n_prompt = n_prompt;
@@ -194,12 +214,34 @@ bool EngineLoop::step() {
     for (Live* l : work.rows) finish(*l, FinishReason::kError, st);
     return true;
   }
+  sample_rows(work);
+  // Every row is sampled before any is taken: take_token may finish (and free) a request.
   size_t row = 0;
   for (size_t i = 0; i < work.rows.size(); ++i) {
-    if (!work.plan.chunks[i].output) continue;
-    take_token(*work.rows[i], std::span<const float>(logits_).subspan(row++ * n_vocab_, n_vocab_));
+    if (work.plan.chunks[i].output) take_token(*work.rows[i], sampled_[row++]);
   }
   return true;
+}
+
+void EngineLoop::sample_rows(const Work& work) {
+  sample_rows_.clear();
+  for (size_t i = 0; i < work.rows.size(); ++i) {
+    if (!work.plan.chunks[i].output) continue;
+    Live& l = *work.rows[i];
+    sample_rows_.push_back({.sampler = &l.sampler,
+                            .history = l.tokens,
+                            .logit_bias = &l.params.logit_bias,
+                            .logprobs = l.params.logprobs,
+                            .top_logprobs = l.params.top_logprobs});
+  }
+  const BatchSamplerStats before = batch_sampler_.stats();
+  const model::Model::DeviceLogits dl = model_->device_logits();
+  batch_sampler_.sample(dl.view, dl.softcap, sample_rows_, sampled_);
+  const BatchSamplerStats& after = batch_sampler_.stats();
+  std::lock_guard lock(mu_);
+  stats_.n_sampled += static_cast<int64_t>(sample_rows_.size());
+  stats_.n_top_k_calls += after.n_top_k_calls - before.n_top_k_calls;
+  stats_.n_rows_read_back += after.n_rows_read_back - before.n_rows_read_back;
 }
 
 Status EngineLoop::forward(Work& work) {
@@ -249,7 +291,6 @@ Status EngineLoop::forward(Work& work) {
     const auto state = cache_.recurrent_state(l->seq);
     state_.insert(state_.end(), state.begin(), state.end());
   }
-  logits_.resize(outputs_.size() * static_cast<size_t>(n_vocab_));
   const model::ForwardBatch batch{
       .tokens = tokens_,
       .attention = {.positions = positions_, .token_seq = token_seq_, .block_tables = tables_, .table_offset = table_offset_},
@@ -258,7 +299,7 @@ Status EngineLoop::forward(Work& work) {
                    : model::RingTables{},
       .output_rows = outputs_,
       .recurrent_state = state_};
-  return model_->forward(batch, cache_.layers(), logits_);
+  return model_->forward(batch, cache_.layers(), {});  // the logits stay on the device
 }
 
 void EngineLoop::emit(Live& l, size_t n) {
@@ -269,12 +310,8 @@ void EngineLoop::emit(Live& l, size_t n) {
   l.held.erase(0, n);
 }
 
-void EngineLoop::take_token(Live& l, std::span<const float> logits) {
-  const int32_t token = l.sampler.sample(logits, l.tokens);
-  {
-    std::lock_guard lock(mu_);
-    ++stats_.n_sampled;
-  }
+void EngineLoop::take_token(Live& l, SampledToken& sampled) {
+  const int32_t token = sampled.token;
   if (l.params.stop_at_end_of_generation && tokenizer_.is_end_of_generation(token)) {
     finish(l, FinishReason::kEndOfGeneration);
     return;
@@ -282,6 +319,10 @@ void EngineLoop::take_token(Live& l, std::span<const float> logits) {
   l.tokens.push_back(token);
   l.result.tokens.push_back(token);
   if (l.params.on_token) l.params.on_token(token);
+  if (sampled.logprobs) {
+    if (l.params.on_logprobs) l.params.on_logprobs(*sampled.logprobs);
+    l.result.logprobs.push_back(std::move(*sampled.logprobs));
+  }
   l.decoder.push(token, l.held);
   bool stopped = false;
   for (const std::string& stop : l.params.stop) {  // Session's rule: the earliest match wins

@@ -3,8 +3,9 @@
 // the requests -> stream their text). submit() from any thread. The one decision: the loop owns
 // the KvCache and each request's sampler / decoder outright (only its thread touches them); the
 // mutex guards just the Scheduler and the table of live requests, so a forward never holds it.
-// This first slice samples on the host from the logits rows (device top-k per row comes later)
-// and does no context shift (a full context ends a request with kContextFull).
+// The logits stay on the device: BatchSampler runs one top_k for the step's output rows and
+// each request draws from its candidates (its whole row is read only when its chain needs it).
+// No context shift yet (a full context ends a request with kContextFull).
 // Sliding-window layers (gemma3) and recurrent layers (lfm2) are driven as Session drives them:
 // one append per sequence per forward of at most max_batch_tokens (the KvCache rings are sized
 // for that, max_sequences = max_running), and a recurrent state per sequence, zeroed when a
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "runtime/engine/batch_sampler.h"
 #include "runtime/engine/request.h"
 #include "runtime/engine/scheduler.h"
 #include "runtime/kv_cache.h"
@@ -51,6 +53,8 @@ struct EngineLoopStats {
   int64_t n_preemptions = 0;
   int64_t n_finished = 0;
   int32_t max_rows_in_step = 0;   // most requests in one forward
+  int64_t n_top_k_calls = 0;      // Backend::top_k calls: at most one per step, for all its rows
+  int64_t n_rows_read_back = 0;   // output rows whose whole [n_vocab] logits were read to the host
 };
 
 class EngineLoop {
@@ -64,8 +68,9 @@ class EngineLoop {
   EngineLoop& operator=(const EngineLoop&) = delete;
 
   // Queues a request; any thread. Errors (nothing queued): an empty prompt or an id outside the
-  // vocabulary, max_tokens < 0, a prompt longer than n_ctx or the pool, a full queue (naming
-  // max_waiting), or a loop that is shutting down.
+  // vocabulary, max_tokens < 0, a logit_bias id outside the vocabulary or a bias not finite (naming
+  // the id), top_logprobs outside 0..kMaxTopLogprobs or without logprobs, a prompt longer than
+  // n_ctx or the pool, a full queue (naming max_waiting), or a loop that is shutting down.
   Result<RequestHandle> submit(RequestParams params);
   // Stops accepting requests, drains or cancels what is left, and joins the thread. Idempotent;
   // any thread but the loop's own (not from a sink).
@@ -79,8 +84,8 @@ class EngineLoop {
 
  private:
   struct Live;  // engine_loop.cpp
-  EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, const SchedulerConfig& sc,
-             int32_t n_ctx);
+  EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, BatchSampler sampler,
+             const SchedulerConfig& sc, int32_t n_ctx);
   void run();
   // One step; false when the loop should exit.
   bool step();
@@ -91,8 +96,10 @@ class EngineLoop {
     std::vector<Live*> preempted;
   };
   Status forward(Work& work);
-  // Samples chunk i's output row and applies the stop rules.
-  void take_token(Live& l, std::span<const float> logits);
+  // Samples every output row of the forward (chunk order) into sampled_.
+  void sample_rows(const Work& work);
+  // Takes a row's sampled token: result, sinks, stop rules.
+  void take_token(Live& l, SampledToken& sampled);
   void emit(Live& l, size_t n);  // hands the first n held bytes to the sink
   // Ends a request: frees its KV sequence, removes it from the scheduler and the live table,
   // publishes the result. Not under mu_.
@@ -101,6 +108,7 @@ class EngineLoop {
   model::Model* model_;
   tokenizer::Tokenizer tokenizer_;
   KvCache cache_;  // loop thread only
+  BatchSampler batch_sampler_;  // loop thread only
   int32_t n_ctx_;
   int32_t n_vocab_;
 
@@ -121,7 +129,8 @@ class EngineLoop {
   std::vector<int32_t> tables_, ring_tables_;        // every row's block table, concatenated
   std::vector<int32_t> table_offset_, ring_offset_;  // [n_rows + 1]
   std::vector<TensorView> state_;                    // [n_rows * n_layer] recurrent state views
-  std::vector<float> logits_;                        // [n_vocab, n_outputs] of the last forward
+  std::vector<SampleRow> sample_rows_;               // [n_outputs]
+  std::vector<SampledToken> sampled_;                // [n_outputs]
 };
 
 }  // namespace cera::runtime

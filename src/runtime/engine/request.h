@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +47,25 @@ const char* finish_reason_name(FinishReason reason);
 using RequestTextSink = std::function<void(std::string_view)>;
 using RequestTokenSink = std::function<void(int32_t)>;
 
+// Log-probabilities are those of the model's own distribution: the log-softmax of the raw logits
+// (after the model's final softcap, which is part of the model), BEFORE logit_bias, penalties,
+// temperature and the top-k / top-p / min-p cuts. That is what OpenAI's logprobs and vLLM's
+// default (raw) logprobs report, and it keeps them comparable between requests whatever each
+// one's sampling options are. A token forced by a bias therefore shows its unbiased logprob.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;  // <= 0
+};
+struct TokenLogprobs {
+  TokenLogprob chosen;            // the generated token
+  std::vector<TokenLogprob> top;  // the top_logprobs most likely tokens, descending (ties: lower id first)
+};
+// Called right after on_token for the same token (requests with logprobs only).
+using RequestLogprobsSink = std::function<void(const TokenLogprobs&)>;
+
+inline constexpr int32_t kMaxTopLogprobs = 20;     // OpenAI's limit
+inline constexpr float kMaxAbsLogitBias = 1e30f;  // so that logit + bias stays finite
+
 struct RequestParams {
   std::vector<int32_t> prompt;  // [n_prompt] ids, BOS included when wanted; not empty
   SamplingParams sampling;      // its seed starts this request's own RNG stream
@@ -54,6 +74,13 @@ struct RequestParams {
   bool stop_at_end_of_generation = true;
   RequestTextSink on_text;
   RequestTokenSink on_token;
+  // Token id -> added to its raw logit before the whole sampling chain (penalties too); ids in
+  // the vocabulary, values finite with |bias| <= kMaxAbsLogitBias. A large positive bias forces
+  // a token, -1e9 forbids it.
+  std::map<int32_t, float> logit_bias;
+  bool logprobs = false;     // RequestResult::logprobs and on_logprobs, one entry per generated token
+  int32_t top_logprobs = 0;  // alternatives per token, 0..kMaxTopLogprobs; > 0 needs logprobs
+  RequestLogprobsSink on_logprobs;
 };
 
 struct RequestResult {
@@ -63,6 +90,7 @@ struct RequestResult {
   std::string text;             // everything handed to on_text
   int32_t n_prompt = 0;
   int32_t n_preemptions = 0;    // times its KV was freed and recomputed
+  std::vector<TokenLogprobs> logprobs;  // [tokens.size()] with RequestParams::logprobs, else empty
 };
 
 namespace detail {

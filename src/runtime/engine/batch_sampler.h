@@ -1,0 +1,76 @@
+// Sampling every output row of one forward: ONE Backend::top_k over all rows (k = the largest any
+// row needs), one read back of the candidates, then each row drawn by its own Sampler (its own RNG
+// stream) from its candidates, with its logit bias and log-probabilities. A row reads its whole
+// logits row back only when its chain needs every logit (penalties, a top-p / min-p cut the
+// candidates cannot decide, a bias on a chain without a top-k cut). The one decision: a row only
+// ever looks at the first k_row candidates it asked for, never at the step's larger k, so what it
+// draws cannot depend on the other rows of its batch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "ops/backend.h"
+#include "runtime/engine/request.h"
+#include "runtime/sampler.h"
+
+namespace cera::runtime {
+
+// One output row to sample. Pointers are borrowed for the call.
+struct SampleRow {
+  Sampler* sampler = nullptr;
+  std::span<const int32_t> history;  // prompt + output so far (the penalties read it)
+  const std::map<int32_t, float>* logit_bias = nullptr;  // null or empty: none
+  bool logprobs = false;
+  int32_t top_logprobs = 0;  // <= kMaxTopLogprobs
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  std::optional<TokenLogprobs> logprobs;  // set with SampleRow::logprobs
+};
+
+struct BatchSamplerStats {
+  int64_t n_top_k_calls = 0;     // one per sample() that needed candidates
+  int64_t n_rows_read_back = 0;  // rows whose whole [n_vocab] logits came to the host
+  int64_t n_gathers = 0;         // single-logit gathers (biased tokens, chosen tokens outside the candidates)
+};
+
+class BatchSampler {
+ public:
+  // Device buffers for up to max_rows rows of a vocabulary of n_vocab; allocated here so that
+  // sampling allocates nothing on the device.
+  static Result<BatchSampler> create(ops::Backend& backend, int32_t n_vocab, int32_t max_rows);
+
+  // Samples rows[r] from logits column r: logits [n_vocab, rows.size()] F32 on the backend's device,
+  // packed, before `softcap` (applied as Backend::top_k applies it). Loop thread only; the logits
+  // must stay valid for the call. out gets one entry per row.
+  void sample(const TensorView& logits, float softcap, std::span<const SampleRow> rows, std::vector<SampledToken>& out);
+
+  const BatchSamplerStats& stats() const { return stats_; }
+
+ private:
+  BatchSampler(ops::Backend& backend, int32_t n_vocab, int32_t max_rows) : backend_(&backend), n_vocab_(n_vocab), max_rows_(max_rows) {}
+  struct Plan;  // batch_sampler.cpp
+  // Raw (softcapped) logits at flat indices row * n_vocab + id of `logits`, in one gather.
+  void gather(const TensorView& logits, float softcap, std::span<const int32_t> flat, std::vector<float>& out);
+  // Row r's whole logits, softcapped, into row_.
+  void read_row(const TensorView& logits, float softcap, int64_t r);
+
+  ops::Backend* backend_;
+  int32_t n_vocab_;
+  int32_t max_rows_;
+  std::unique_ptr<ops::Buffer> pick_buffer_;    // ids [k, rows] I32, values [k, rows] F32, lse [rows] F32
+  std::unique_ptr<ops::Buffer> gather_buffer_;  // [max_rows * kMaxTopK] F32
+  std::vector<int32_t> pick_host_;              // what top_k wrote, read back
+  std::vector<float> row_;                      // one whole row, softcapped
+  std::vector<float> work_;                     // row_ with the bias
+  BatchSamplerStats stats_;
+};
+
+}  // namespace cera::runtime
