@@ -62,10 +62,13 @@ class [[nodiscard]] Result {
   bool ok() const { return std::holds_alternative<T>(v_); }
   explicit operator bool() const { return ok(); }
 
-  const Status& status() const {
+  const Status& status() const& {
     static const Status kOk;
     return ok() ? kOk : std::get<Status>(v_);
   }
+  // On a temporary Result the Status is returned by value: a reference into the temporary would
+  // dangle once the full expression ends (`auto&& st = make().status();`).
+  Status status() && { return ok() ? Status{} : std::get<Status>(std::move(v_)); }
   T& value() & { return std::get<T>(v_); }
   const T& value() const& { return std::get<T>(v_); }
   T&& value() && { return std::get<T>(std::move(v_)); }

@@ -53,7 +53,7 @@ Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& optio
 
   // Llama 3.1+ carries its rope scaling as per-dimension factors; read on the host by rope().
   if (const format::GgufTensorInfo* rf = file.find_tensor("rope_freqs.weight")) {
-    CERA_RETURN_IF_ERROR(loader.require("rope_freqs.weight", {hp.n_rot / 2, 1, 1, 1}, WeightUse::kVector).status());
+    CERA_RETURN_IF_ERROR(loader.require("rope_freqs.weight", {hp.n_rot / 2, 1, 1, 1}, WeightUse::kVector));
     const auto* factors = reinterpret_cast<const float*>(file.tensor_data(*rf).data());
     for (int il = 0; il < hp.n_layer; ++il) {
       if (!hp.swa_layers[il]) spec_.attention[il].rope.freq_factors = factors;
