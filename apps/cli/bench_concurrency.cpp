@@ -1,8 +1,9 @@
 // `cera bench --concurrency N`: one engine loop for the whole bench; each run submits N requests
 // at once and waits for all of them. Beyond the client-side latencies, the token callbacks' order
-// shows each step's rows: the gap between two rows of one step is host work only (one row's
-// sampling over [n_vocab] logits, its text decoding and bookkeeping), since a step's forward ends
-// before its first row is sampled; the bench prints that split so the limit of a batch is measured.
+// shows each step's rows: the gap between two rows of one step is host work only (a step's
+// forward ends before its first row is handed out): the row's text decoding and bookkeeping, and
+// its sampling where the loop samples row by row (since BatchSampler the loop samples every row
+// before handing any out, so that cost sits in the step instead). The bench prints that split.
 #include "bench_concurrency.h"
 
 #include <fmt/format.h>
@@ -315,10 +316,10 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
     stdout_print("steps in which all {} requests had a row: {} a run, median {:.2f} ms each", o.concurrency, m.full_steps,
                  m.step_ms);
     if (o.concurrency > 1) {
-      stdout_print("; {:.3f} ms between two rows of a step (host work a row: sampling over {} logits, text decoding), "
-                   "so about {:.2f} ms a step for the forward and scheduling",
-                   m.row_gap_ms, engine->model().hparams().n_vocab,
-                   std::max(0.0, m.step_ms - o.concurrency * m.row_gap_ms));
+      stdout_print("; {:.3f} ms between two rows of a step (host work between the rows' callbacks: text decoding, "
+                   "stop rules, and sampling where the loop samples row by row), so about {:.2f} ms a step for the "
+                   "rest (forward, batched sampling, scheduling)",
+                   m.row_gap_ms, std::max(0.0, m.step_ms - o.concurrency * m.row_gap_ms));
     }
     stdout_print("\n");
   }
