@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "runtime/stop_strings.h"
 
 namespace cera::runtime {
 namespace {
@@ -17,21 +18,6 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 // One top_k output slot: ids [k], values [k], lse, for k up to kMaxTopK.
 constexpr uint64_t kPickSlotBytes = (2 * ops::TopKParams::kMaxTopK + 1) * 4;
-
-// Length of the longest suffix of `text` that is a proper prefix of some stop string: those
-// bytes must be held back because the next piece could complete a stop string.
-size_t held_suffix(std::string_view text, const std::vector<std::string>& stops) {
-  size_t held = 0;
-  for (const std::string& stop : stops) {
-    for (size_t n = std::min(text.size(), stop.size() - 1); n > held; --n) {
-      if (text.substr(text.size() - n) == std::string_view(stop).substr(0, n)) {
-        held = n;
-        break;
-      }
-    }
-  }
-  return held;
-}
 
 }  // namespace
 

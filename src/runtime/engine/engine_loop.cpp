@@ -4,8 +4,9 @@
 // request's own Sampler (BatchSampler: one device top_k for all rows). A preempted request keeps its tokens, sampler (RNG position included),
 // decoder and held text: its recompute only rebuilds K/V (and recurrent state) for the tokens it
 // had, and the row that completes them samples the next new token, so its output is unchanged.
-// Duplicated from Session for now (to merge when Session goes): held_suffix, the stop-string and
-// end-of-generation rules in take_token, and the decoder flush in finish.
+// Duplicated from Session for now (to merge when Session goes): the stop-string and
+// end-of-generation rules in take_token, and the decoder flush in finish (held_suffix is shared:
+// runtime/stop_strings.h).
 #include "runtime/engine/engine_loop.h"
 
 #include <algorithm>
@@ -14,26 +15,9 @@
 #include <string>
 
 #include "core/check.h"
+#include "runtime/stop_strings.h"
 
 namespace cera::runtime {
-namespace {
-
-// As in session.cpp: the longest suffix of `text` that is a proper prefix of a stop string (those
-// bytes wait, since the next token could complete the stop string).
-size_t held_suffix(std::string_view text, const std::vector<std::string>& stops) {
-  size_t held = 0;
-  for (const std::string& stop : stops) {
-    for (size_t n = std::min(text.size(), stop.size() - 1); n > held; --n) {
-      if (text.substr(text.size() - n) == std::string_view(stop).substr(0, n)) {
-        held = n;
-        break;
-      }
-    }
-  }
-  return held;
-}
-
-}  // namespace
 
 struct EngineLoop::Live {
   Live(RequestParams p, const tokenizer::Tokenizer& tokenizer)
