@@ -10,16 +10,10 @@
 #include <cstring>
 
 #include "arg_checks.h"
+#include "core/read_file.h"
 
 namespace cera::cli {
 namespace {
-
-const char* type_name(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file, pipe or character device";
-}
 
 std::string errno_text(int err) {
   return std::strerror(err);
@@ -80,7 +74,7 @@ Result<std::string> read_text_input(const char* command, const std::string& path
   const bool fifo = S_ISFIFO(st.st_mode);
   if (!S_ISREG(st.st_mode) && !fifo && !S_ISCHR(st.st_mode)) {
     return invalid_argument(
-        fmt::format("'{}' is {}, not a text file", path, type_name(st.st_mode)));
+        fmt::format("'{}' is {}, not a text file", path, file_type_name(st.st_mode)));
   }
   if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > limit) {
     return input_too_long(fmt::format("'{}' ({} bytes)", path, st.st_size), max_mib);

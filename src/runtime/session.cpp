@@ -175,14 +175,7 @@ Result<std::span<const int32_t>> Session::fit_append(std::span<const int32_t> to
     }
     // One shift for the whole append: llama.cpp's half of the unkept history, or more if needed.
     const int64_t discard = std::max((len - keep) / 2, len + n - n_ctx_);
-    const auto k = static_cast<int32_t>(keep), d = static_cast<int32_t>(discard);
-    if (!cache_.can_shift(seq_, k, d)) {
-      return out_of_range("context shift keeping " + std::to_string(keep) + " of " + std::to_string(len) +
-                          " tokens: the sliding-window layers no longer hold the kept tokens near the new end");
-    }
-    cache_.shift(seq_, k, d);
-    tokens_.erase(tokens_.begin() + k, tokens_.begin() + k + d);
-    ++stats_.n_context_shifts;
+    CERA_RETURN_IF_ERROR(shift_history(static_cast<int32_t>(keep), static_cast<int32_t>(discard)));
     return tokens;
   }
   const int32_t n_train = model_->hparams().n_ctx_train;
@@ -215,14 +208,20 @@ Status Session::make_room(int32_t n_tokens) {
   // llama.cpp's rule: keep the first n_keep, drop half of the rest.
   const int32_t keep = std::min(n_keep_, len - 1);
   const int32_t discard = std::max(1, (len - keep) / 2);
+  CERA_RETURN_IF_ERROR(shift_history(keep, discard));
+  return make_room(n_tokens);
+}
+
+Status Session::shift_history(int32_t keep, int32_t discard) {
   if (!cache_.can_shift(seq_, keep, discard)) {
-    return out_of_range("context shift keeping " + std::to_string(keep) + " of " + std::to_string(len) +
+    return out_of_range("context shift keeping " + std::to_string(keep) + " of " +
+                        std::to_string(cache_.length(seq_)) +
                         " tokens: the sliding-window layers no longer hold the kept tokens near the new end");
   }
   cache_.shift(seq_, keep, discard);
   tokens_.erase(tokens_.begin() + keep, tokens_.begin() + keep + discard);
   ++stats_.n_context_shifts;
-  return make_room(n_tokens);
+  return {};
 }
 
 Status Session::evaluate(std::span<const int32_t> tokens, bool all_logits) {

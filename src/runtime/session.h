@@ -127,6 +127,8 @@ class Session {
   Status forward_chunk(const Chunk& chunk);
   Status flush_pending();
   Status make_room(int32_t n_tokens);
+  // One context shift: drops history entries [keep, keep + discard) from the cache and tokens_.
+  Status shift_history(int32_t keep, int32_t discard);
   // Makes room for a whole append before any of it is evaluated (one context shift, or the
   // truncation of a long first prompt), so that the outcome never depends on n_batch. Returns
   // the tokens to evaluate: `tokens`, or a truncated copy held in `storage`.
