@@ -15,19 +15,12 @@
 #include <vector>
 
 #include "model/model.h"
+#include "runtime/decode_pipeline.h"
 #include "runtime/kv_cache.h"
 #include "runtime/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cera::runtime {
-
-// Whether greedy generation queues the next decode step before reading the current token back
-// (Session::generate). It pays where the device runs while the host records the next step.
-enum class DecodePipeline : uint8_t {
-  kAuto,  // on when the backend overlaps the host (Backend::overlaps_host: CUDA)
-  kOn,    // always (on the CPU every step still completes at once; the bookkeeping is the same)
-  kOff,
-};
 
 struct SessionOptions {
   int32_t n_ctx = 0;           // 0: the model's training context

@@ -40,6 +40,8 @@ Result<BatchSampler> BatchSampler::create(ops::Backend& backend, int32_t n_vocab
   BatchSampler s(backend, n_vocab, max_rows);
   CERA_ASSIGN_OR_RETURN(s.pick_buffer_, backend.allocate(static_cast<uint64_t>(max_rows) * (2 * kMaxTopK + 1) * 4));
   CERA_ASSIGN_OR_RETURN(s.gather_buffer_, backend.allocate(static_cast<uint64_t>(max_rows) * kMaxTopK * 4));
+  CERA_ASSIGN_OR_RETURN(s.argmax_buffer_, backend.allocate(static_cast<uint64_t>(max_rows) * 3 * 4 * 2));
+  for (ArgmaxSlot& slot : s.argmax_) slot.host.resize(static_cast<size_t>(max_rows));
   return s;
 }
 
@@ -63,6 +65,34 @@ void BatchSampler::read_row(const TensorView& logits, float softcap, int64_t r) 
   backend_->download(row_.data(), logits.slice_rows(r, 1));
   for (float& x : row_) x = softcapped(x, softcap);
   ++stats_.n_rows_read_back;
+}
+
+TensorView BatchSampler::queue_argmax(const TensorView& logits, float softcap, int slot) {
+  const int64_t n = logits.rows();
+  CERA_CHECK_MSG(slot >= 0 && slot < 2 && n > 0 && n <= max_rows_ && logits.dtype == DType::kF32 &&
+                     logits.cols() == n_vocab_ && logits.packed(),
+                 "batch sampler: argmax of packed F32 [n_vocab, n_rows] logits, n_rows <= max_rows, slot 0 or 1");
+  ArgmaxSlot& s = argmax_[slot];
+  CERA_CHECK_MSG(!s.in_flight, "batch sampler: argmax slot " + std::to_string(slot) + " is still being read back");
+  const Device dev = backend_->device();
+  std::byte* base = argmax_buffer_->data() + static_cast<size_t>(slot) * max_rows_ * 3 * 4;
+  const TensorView ids = make_view(base, DType::kI32, {1, n, 1, 1}, dev);
+  const TensorView values = make_view(base + 4 * max_rows_, DType::kF32, {1, n, 1, 1}, dev);
+  const TensorView lse = make_view(base + 8 * max_rows_, DType::kF32, {1, n, 1, 1}, dev);
+  backend_->top_k(ids, values, lse, logits, {.k = 1, .softcap = softcap});
+  s.n_rows = n;
+  s.in_flight = backend_->download_async(s.host.data(), ids);
+  ++stats_.n_top_k_calls;
+  return ids.reshaped({n, 1, 1, 1});
+}
+
+std::span<const int32_t> BatchSampler::wait_argmax(int slot) {
+  CERA_CHECK(slot >= 0 && slot < 2);
+  ArgmaxSlot& s = argmax_[slot];
+  CERA_CHECK_MSG(s.in_flight.has_value(), "batch sampler: argmax slot " + std::to_string(slot) + " was not queued");
+  backend_->wait(*s.in_flight);
+  s.in_flight.reset();
+  return std::span<const int32_t>(s.host.data(), static_cast<size_t>(s.n_rows));
 }
 
 void BatchSampler::sample(const TensorView& logits, float softcap, std::span<const SampleRow> rows,

@@ -52,6 +52,13 @@ class BatchSampler {
   // must stay valid for the call. out gets one entry per row.
   void sample(const TensorView& logits, float softcap, std::span<const SampleRow> rows, std::vector<SampledToken>& out);
 
+  // Pipelined greedy decode: the argmax of every column of `logits` into id slot `slot` (0 or 1)
+  // on the device, its read back queued without waiting. The returned view (I32 [n_rows], on the
+  // device) can feed the next forward (ForwardBatch::token_ids) before the host has the ids;
+  // wait_argmax(slot) redeems them. Each queued slot must be waited for exactly once.
+  TensorView queue_argmax(const TensorView& logits, float softcap, int slot);
+  std::span<const int32_t> wait_argmax(int slot);
+
   const BatchSamplerStats& stats() const { return stats_; }
 
  private:
@@ -67,6 +74,14 @@ class BatchSampler {
   int32_t max_rows_;
   std::unique_ptr<ops::Buffer> pick_buffer_;    // ids [k, rows] I32, values [k, rows] F32, lse [rows] F32
   std::unique_ptr<ops::Buffer> gather_buffer_;  // [max_rows * kMaxTopK] F32
+  // Two argmax slots: ids [max_rows] I32, values [max_rows] F32, lse [max_rows] F32 each.
+  std::unique_ptr<ops::Buffer> argmax_buffer_;
+  struct ArgmaxSlot {
+    std::vector<int32_t> host;  // [max_rows]; never reallocated while a read back is queued
+    int64_t n_rows = 0;
+    std::optional<ops::Readback> in_flight;
+  };
+  ArgmaxSlot argmax_[2];
   std::vector<int32_t> pick_host_;              // what top_k wrote, read back
   std::vector<float> row_;                      // one whole row, softcapped
   std::vector<float> work_;                     // row_ with the bias

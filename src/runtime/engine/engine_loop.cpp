@@ -33,13 +33,15 @@ struct EngineLoop::Live {
 };
 
 EngineLoop::EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, BatchSampler sampler,
-                       const SchedulerConfig& sc, int32_t n_ctx)
+                       const SchedulerConfig& sc, int32_t n_ctx, DecodePipeline pipeline)
     : model_(&model),
       tokenizer_(std::move(tokenizer)),
+      pipeline_(pipeline),
       cache_(std::move(cache)),
       batch_sampler_(std::move(sampler)),
       n_ctx_(n_ctx),
       n_vocab_(model.hparams().n_vocab),
+      max_batch_tokens_(sc.max_batch_tokens),
       scheduler_(sc) {}
 
 Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
@@ -76,7 +78,8 @@ Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, cons
                            .n_blocks = static_cast<int32_t>(n_blocks),
                            .n_ctx = static_cast<int32_t>(n_ctx)};
   auto loop = std::unique_ptr<EngineLoop>(
-      new EngineLoop(model, tokenizer, std::move(cache), std::move(sampler), sc, static_cast<int32_t>(n_ctx)));
+      new EngineLoop(model, tokenizer, std::move(cache), std::move(sampler), sc, static_cast<int32_t>(n_ctx),
+                     options.pipeline));
   loop->thread_ = std::thread([p = loop.get()] { p->run(); });
   return loop;
 }
@@ -171,16 +174,63 @@ bool EngineLoop::step() {
   {
     std::unique_lock lock(mu_);
     wake_.wait(lock, [&] { return stopping_ || !scheduler_.idle(); });
-    if (scheduler_.idle()) return false;  // stopping, and nothing is left
+    if (scheduler_.idle()) {  // stopping, and nothing is left
+      ahead_.reset();
+      return false;
+    }
     for (auto& [id, l] : live_) {
       if (cancel_all_ || l->shared->cancelled.load()) cancelled.push_back(l.get());
     }
   }
   for (Live* l : cancelled) finish(*l, FinishReason::kCancelled);
   Work work;
+  if (ahead_ && std::any_of(ahead_->rows.begin(), ahead_->rows.end(), [](const Live* l) { return l != nullptr; })) {
+    work = std::move(*ahead_);  // issued last step: its logits are (or will be) on the device
+  } else if (!start_step(work)) {
+    ahead_.reset();
+    return true;
+  }
+  ahead_.reset();
+  if (std::optional<Work> next = plan_ahead(work)) {
+    // The argmax of this step's rows feeds the next step's embedding on the device; the host
+    // reads it back while that step runs.
+    const model::Model::DeviceLogits dl = model_->device_logits();
+    const int slot = argmax_slot_;
+    argmax_slot_ ^= 1;
+    const TensorView ids = batch_sampler_.queue_argmax(dl.view, dl.softcap, slot);
+    const Status st = forward(*next, &ids);
+    const std::span<const int32_t> picked = batch_sampler_.wait_argmax(slot);
+    {
+      std::lock_guard lock(mu_);
+      stats_.n_sampled += static_cast<int64_t>(picked.size());
+      ++stats_.n_top_k_calls;
+    }
+    if (!st.ok()) {  // the next step's rows are this step's requests
+      for (Live* l : work.rows) finish(*l, FinishReason::kError, st);
+      return true;
+    }
+    ahead_ = std::move(next);  // before any row is taken: finish() discards its queued row
+    for (size_t i = 0; i < work.rows.size(); ++i) {
+      SampledToken t{.token = picked[i]};
+      take_token(*work.rows[i], t, /*counted=*/true);
+    }
+    return true;
+  }
+  sample_rows(work);
+  // Every row is sampled before any is taken: take_token may finish (and free) a request.
+  size_t row = 0;
+  for (size_t i = 0; i < work.rows.size(); ++i) {
+    if (!work.plan.chunks[i].output) continue;
+    if (work.rows[i] != nullptr) take_token(*work.rows[i], sampled_[row]);
+    ++row;
+  }
+  return true;
+}
+
+bool EngineLoop::start_step(Work& work) {
   {
     std::lock_guard lock(mu_);
-    if (scheduler_.idle()) return true;
+    if (scheduler_.idle()) return false;
     work.plan = scheduler_.schedule();
     for (RequestId id : work.plan.preempted) work.preempted.push_back(live_.at(id).get());
     for (const ScheduledChunk& c : work.plan.chunks) work.rows.push_back(live_.at(c.id).get());
@@ -193,24 +243,70 @@ bool EngineLoop::step() {
     l->seq = -1;
     ++l->result.n_preemptions;
   }
-  if (work.plan.chunks.empty()) return true;
+  if (work.plan.chunks.empty()) return false;
   if (const Status st = forward(work); !st.ok()) {
     for (Live* l : work.rows) finish(*l, FinishReason::kError, st);
-    return true;
-  }
-  sample_rows(work);
-  // Every row is sampled before any is taken: take_token may finish (and free) a request.
-  size_t row = 0;
-  for (size_t i = 0; i < work.rows.size(); ++i) {
-    if (work.plan.chunks[i].output) take_token(*work.rows[i], sampled_[row++]);
+    return false;
   }
   return true;
+}
+
+bool EngineLoop::pipelines() const {
+  switch (pipeline_) {
+    case DecodePipeline::kAuto: return model_->backend().overlaps_host();
+    case DecodePipeline::kOn: return true;
+    case DecodePipeline::kOff: return false;
+  }
+  return false;
+}
+
+std::optional<EngineLoop::Work> EngineLoop::plan_ahead(const Work& work) {
+  if (!pipelines()) return std::nullopt;
+  int32_t new_blocks = 0;
+  for (size_t i = 0; i < work.rows.size(); ++i) {
+    const Live* l = work.rows[i];
+    if (l == nullptr || !work.plan.chunks[i].output) return std::nullopt;
+    const RequestParams& p = l->params;
+    if (!l->sampler.argmax_only() || p.logprobs || !p.logit_bias.empty() || l->shared->cancelled.load()) {
+      return std::nullopt;
+    }
+    // The token this step gives must not end the request by count, and the one after it must
+    // fit the context: only end of generation or a stop string may still end it.
+    const auto n_tokens = static_cast<int32_t>(l->tokens.size());
+    if (static_cast<int32_t>(l->result.tokens.size()) + 1 >= p.max_tokens || n_tokens + 1 > n_ctx_) return std::nullopt;
+    if (n_tokens % cache_.block_size() == 0) ++new_blocks;
+  }
+  std::lock_guard lock(mu_);
+  if (stopping_ || scheduler_.n_waiting() != 0 || scheduler_.n_running() != static_cast<int32_t>(work.rows.size()) ||
+      new_blocks > scheduler_.n_free_blocks() || static_cast<int32_t>(work.rows.size()) > max_batch_tokens_) {
+    return std::nullopt;
+  }
+  for (const Live* l : work.rows) scheduler_.append_token(l->shared->id);
+  Work next;
+  next.plan = scheduler_.schedule();
+  // Every running request is a row of `work` and each has room: the plan is one token each, in
+  // the same (running) order, nothing admitted or preempted.
+  bool same = next.plan.preempted.empty() && next.plan.chunks.size() == work.rows.size();
+  for (size_t i = 0; same && i < work.rows.size(); ++i) {
+    const ScheduledChunk& c = next.plan.chunks[i];
+    same = c.id == work.rows[i]->shared->id && c.n == 1 && c.output && !c.admitted;
+  }
+  CERA_CHECK_MSG(same, "engine loop: the step planned ahead is not one decode token per row of the last step");
+  next.rows = work.rows;
+  ++stats_.n_steps;
+  ++stats_.n_steps_ahead;
+  stats_.n_forward_tokens += next.plan.n_tokens();
+  return next;
 }
 
 void EngineLoop::sample_rows(const Work& work) {
   sample_rows_.clear();
   for (size_t i = 0; i < work.rows.size(); ++i) {
     if (!work.plan.chunks[i].output) continue;
+    if (work.rows[i] == nullptr) {  // ended before this step was sampled: drawn, then ignored
+      sample_rows_.push_back({.sampler = &discard_sampler_});
+      continue;
+    }
     Live& l = *work.rows[i];
     sample_rows_.push_back({.sampler = &l.sampler,
                             .history = l.tokens,
@@ -228,7 +324,7 @@ void EngineLoop::sample_rows(const Work& work) {
   stats_.n_rows_read_back += after.n_rows_read_back - before.n_rows_read_back;
 }
 
-Status EngineLoop::forward(Work& work) {
+Status EngineLoop::forward(Work& work, const TensorView* token_ids) {
   tokens_.clear();
   positions_.clear();
   token_seq_.clear();
@@ -245,8 +341,9 @@ Status EngineLoop::forward(Work& work) {
     }
     CERA_CHECK(l.seq >= 0 && cache_.length(l.seq) == c.first);
     CERA_RETURN_IF_ERROR(cache_.append(l.seq, c.n, slots_));
+    CERA_CHECK(token_ids == nullptr || c.n == 1);
     for (int32_t t = c.first; t < c.first + c.n; ++t) {
-      tokens_.push_back(l.tokens[t]);
+      tokens_.push_back(token_ids != nullptr ? 0 : l.tokens[t]);  // with token_ids only the count is read
       positions_.push_back(t);
       token_seq_.push_back(static_cast<int32_t>(i));
       if (ring) ring_slots_.push_back(cache_.ring_slot(l.seq, t));
@@ -277,6 +374,7 @@ Status EngineLoop::forward(Work& work) {
   }
   const model::ForwardBatch batch{
       .tokens = tokens_,
+      .token_ids = token_ids,
       .attention = {.positions = positions_, .token_seq = token_seq_, .block_tables = tables_, .table_offset = table_offset_},
       .kv_slots = slots_,
       .ring = ring ? model::RingTables{.block_tables = ring_tables_, .table_offset = ring_offset_, .kv_slots = ring_slots_}
@@ -294,7 +392,7 @@ void EngineLoop::emit(Live& l, size_t n) {
   l.held.erase(0, n);
 }
 
-void EngineLoop::take_token(Live& l, SampledToken& sampled) {
+void EngineLoop::take_token(Live& l, SampledToken& sampled, bool counted) {
   const int32_t token = sampled.token;
   if (l.params.stop_at_end_of_generation && tokenizer_.is_end_of_generation(token)) {
     finish(l, FinishReason::kEndOfGeneration);
@@ -329,6 +427,7 @@ void EngineLoop::take_token(Live& l, SampledToken& sampled) {
     finish(l, FinishReason::kContextFull);
     return;
   }
+  if (counted) return;
   std::lock_guard lock(mu_);
   scheduler_.append_token(l.shared->id);
 }
@@ -338,8 +437,16 @@ void EngineLoop::finish(Live& l, FinishReason reason, Status status) {
     l.decoder.finish(l.held);
     emit(l, l.held.size());
   }
-  if (l.seq >= 0) cache_.free_sequence(l.seq);
+  if (l.seq >= 0) cache_.free_sequence(l.seq);  // with the row of a step queued ahead, if any
   l.seq = -1;
+  if (ahead_) {
+    for (Live*& row : ahead_->rows) {
+      if (row != &l) continue;
+      row = nullptr;
+      std::lock_guard lock(mu_);
+      ++stats_.n_rows_discarded;
+    }
+  }
   l.result.reason = reason;
   l.result.status = std::move(status);
   const std::shared_ptr<detail::RequestShared> shared = l.shared;

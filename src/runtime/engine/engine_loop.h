@@ -6,6 +6,13 @@
 // The logits stay on the device: BatchSampler runs one top_k for the step's output rows and
 // each request draws from its candidates (its whole row is read only when its chain needs it).
 // No context shift yet (a full context ends a request with kContextFull).
+// Overlap (EngineLoopOptions::pipeline): when every row of a step is a greedy decode that will
+// surely go on (no logprobs, bias or penalties; not at its max_tokens or context; nothing waiting
+// to be admitted), the next step is planned and queued before this step's tokens are read back,
+// its embedding reading the ids that the device's argmax just wrote. A row whose token then ends
+// it (end of generation, a stop string) is finished and its queued row discarded with its KV
+// sequence; anything else that changes the batch (an arrival, a cancel, a sampled row) makes the
+// next step a plain one. Session's pipelined decode, for every batch size.
 // Sliding-window layers (gemma3) and recurrent layers (lfm2) are driven as Session drives them:
 // one append per sequence per forward of at most max_batch_tokens (the KvCache rings are sized
 // for that, max_sequences = max_running), and a recurrent state per sequence, zeroed when a
@@ -16,11 +23,13 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "model/model.h"
+#include "runtime/decode_pipeline.h"
 #include "runtime/engine/batch_sampler.h"
 #include "runtime/engine/request.h"
 #include "runtime/engine/scheduler.h"
@@ -39,6 +48,7 @@ struct EngineLoopOptions {
   int32_t kv_block_size = 16;
   int32_t kv_tokens = 0;           // the KV pool in tokens; 0: max_running * n_ctx. n_ctx is capped to it
   DType kv_type = DType::kF32;
+  DecodePipeline pipeline = DecodePipeline::kAuto;  // see the header comment
 };
 
 enum class ShutdownMode : uint8_t {
@@ -55,6 +65,8 @@ struct EngineLoopStats {
   int32_t max_rows_in_step = 0;   // most requests in one forward
   int64_t n_top_k_calls = 0;      // Backend::top_k calls: at most one per step, for all its rows
   int64_t n_rows_read_back = 0;   // output rows whose whole [n_vocab] logits were read to the host
+  int64_t n_steps_ahead = 0;      // steps queued before the previous step's tokens were read back
+  int64_t n_rows_discarded = 0;   // rows of such steps whose request ended on the token before
 };
 
 class EngineLoop {
@@ -85,21 +97,32 @@ class EngineLoop {
  private:
   struct Live;  // engine_loop.cpp
   EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, BatchSampler sampler,
-             const SchedulerConfig& sc, int32_t n_ctx);
+             const SchedulerConfig& sc, int32_t n_ctx, DecodePipeline pipeline);
   void run();
   // One step; false when the loop should exit.
   bool step();
-  // What a step runs: chunk i of the plan belongs to rows[i].
+  // What a step runs: chunk i of the plan belongs to rows[i] (nullptr: a row of a step queued
+  // ahead whose request ended before the step was sampled; its outputs are ignored).
   struct Work {
     StepPlan plan;
     std::vector<Live*> rows;
     std::vector<Live*> preempted;
   };
-  Status forward(Work& work);
+  // Plans and runs a fresh step (false: nothing to run); a failed forward finishes its rows.
+  bool start_step(Work& work);
+  // The step after `work`, planned before work's tokens are known, when the overlap applies
+  // (header comment): every row decodes the token work's output row gives it. Applied to the
+  // scheduler as if those tokens were taken. nullopt: the next step must wait for the tokens.
+  std::optional<Work> plan_ahead(const Work& work);
+  bool pipelines() const;
+  // Builds the ForwardBatch and runs it. token_ids: the batch's ids on the device (each chunk is
+  // one token then), else they come from the requests' token lists.
+  Status forward(Work& work, const TensorView* token_ids = nullptr);
   // Samples every output row of the forward (chunk order) into sampled_.
   void sample_rows(const Work& work);
-  // Takes a row's sampled token: result, sinks, stop rules.
-  void take_token(Live& l, SampledToken& sampled);
+  // Takes a row's sampled token: result, sinks, stop rules. `counted`: the scheduler already
+  // counts the token (plan_ahead), else it is told now.
+  void take_token(Live& l, SampledToken& sampled, bool counted = false);
   void emit(Live& l, size_t n);  // hands the first n held bytes to the sink
   // Ends a request: frees its KV sequence, removes it from the scheduler and the live table,
   // publishes the result. Not under mu_.
@@ -107,10 +130,12 @@ class EngineLoop {
 
   model::Model* model_;
   tokenizer::Tokenizer tokenizer_;
+  DecodePipeline pipeline_;
   KvCache cache_;  // loop thread only
   BatchSampler batch_sampler_;  // loop thread only
   int32_t n_ctx_;
   int32_t n_vocab_;
+  int32_t max_batch_tokens_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
@@ -131,6 +156,10 @@ class EngineLoop {
   std::vector<TensorView> state_;                    // [n_rows * n_layer] recurrent state views
   std::vector<SampleRow> sample_rows_;               // [n_outputs]
   std::vector<SampledToken> sampled_;                // [n_outputs]
+  // The step queued ahead (plan_ahead): its forward is issued, its sampling is next. Loop thread.
+  std::optional<Work> ahead_;
+  int argmax_slot_ = 0;  // BatchSampler argmax slot of the next queue_argmax
+  Sampler discard_sampler_{SamplingParams{.temperature = 0.0f}};  // draws the ignored rows of `ahead_`
 };
 
 }  // namespace cera::runtime

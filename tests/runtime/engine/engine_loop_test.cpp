@@ -26,12 +26,14 @@ class EngineLoopTest : public test::StoriesEngineTest {
     for (const RequestSpec& s : specs) d += static_cast<int32_t>(s.prompt.size()) + s.max_tokens;
     return d;
   }
+  void batched_equals_alone(DecodePipeline pipeline);
+  void soak(DecodePipeline pipeline);
 };
 
 // 64 greedy requests (24 in sanitizer / Debug builds), prompts of 1-300 tokens, random
 // max_tokens, submitted at random times while others run: each one's tokens equal its solo run,
 // which equals Session's.
-TEST_F(EngineLoopTest, BatchedEqualsAlone) {
+void EngineLoopTest::batched_equals_alone(DecodePipeline pipeline) {
   std::mt19937 rng(64);
   const int n = test::requests_for(64, 24);
   std::vector<RequestSpec> specs = test::random_specs(rng, n, 300, 120, tok());
@@ -40,7 +42,7 @@ TEST_F(EngineLoopTest, BatchedEqualsAlone) {
   const std::vector<RequestResult> solo = test::solo_through_loop(model(), tok(), specs);
   for (size_t i = 0; i < specs.size(); ++i) test::expect_matches_session(solo[i], test::through_session(*engine_, specs[i]), i);
 
-  auto loop = EngineLoop::create(model(), tok(), {.n_ctx = test::kEngineCtx, .max_running = 64});
+  auto loop = EngineLoop::create(model(), tok(), {.n_ctx = test::kEngineCtx, .max_running = 64, .pipeline = pipeline});
   ASSERT_TRUE(loop.ok()) << loop.status().to_string();
   test::Gate gate;
   std::vector<RequestHandle> handles;
@@ -62,9 +64,21 @@ TEST_F(EngineLoopTest, BatchedEqualsAlone) {
   EXPECT_GE(st.max_rows_in_step, 8);
   EXPECT_EQ(st.n_finished, n);
   EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok()) << (*loop)->check_pool_after_shutdown().to_string();
-  std::printf("batched: %lld steps, %lld tokens computed, at most %d requests in a step\n",
-              static_cast<long long>(st.n_steps), static_cast<long long>(st.n_forward_tokens), st.max_rows_in_step);
+  if (pipeline == DecodePipeline::kOn) {
+    EXPECT_GT(st.n_steps_ahead, 0);
+  }
+  std::printf("batched: %lld steps (%lld queued ahead, %lld rows discarded), %lld tokens computed, at most %d "
+              "requests in a step\n",
+              static_cast<long long>(st.n_steps), static_cast<long long>(st.n_steps_ahead),
+              static_cast<long long>(st.n_rows_discarded), static_cast<long long>(st.n_forward_tokens),
+              st.max_rows_in_step);
 }
+
+TEST_F(EngineLoopTest, BatchedEqualsAlone) { batched_equals_alone(DecodePipeline::kOff); }
+
+// The same with the overlap forced on (the CPU runs each step at once; the bookkeeping is the
+// one CUDA uses): steps queued ahead on the argmax ids, rows discarded when a token ended them.
+TEST_F(EngineLoopTest, BatchedEqualsAlonePipelined) { batched_equals_alone(DecodePipeline::kOn); }
 
 // A pool a quarter of the demand: requests are preempted and recomputed, and still every output
 // equals its solo run; afterwards every block is free and the pool's bookkeeping is intact.
@@ -99,7 +113,7 @@ TEST_F(EngineLoopTest, PreemptionDoesNotChangeOutputs) {
 // test thread) and a pool a quarter of the demand. 300 requests here, 100 in sanitizer / Debug
 // builds (the 2,000 is the soak's size for a longer run; the suite keeps to CI's time:
 // CERA_ENGINE_SOAK_REQUESTS sets the count).
-TEST_F(EngineLoopTest, RandomizedSoakWithCancellation) {
+void EngineLoopTest::soak(DecodePipeline pipeline) {
   // CERA_ENGINE_SOAK_REQUESTS=2000 runs the full soak.
   const char* env = std::getenv("CERA_ENGINE_SOAK_REQUESTS");
   const int kRequests = env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : test::requests_for(300, 100);
@@ -108,7 +122,8 @@ TEST_F(EngineLoopTest, RandomizedSoakWithCancellation) {
   const std::vector<RequestResult> solo = test::solo_through_loop(model(), tok(), specs);
   const int32_t pool = std::max(test::kEngineCtx, demand(specs) / kRequests * 16 / 4);  // a quarter of 16 in flight
   auto loop = EngineLoop::create(model(), tok(), {.n_ctx = test::kEngineCtx, .max_running = 16,
-                                                  .max_waiting = kRequests, .kv_tokens = pool});
+                                                  .max_waiting = kRequests, .kv_tokens = pool,
+                                                  .pipeline = pipeline});
   ASSERT_TRUE(loop.ok()) << loop.status().to_string();
   enum class Cancel { kNone, kAtOnce, kInSink, kLater };
   std::vector<Cancel> how(kRequests);
@@ -160,7 +175,13 @@ TEST_F(EngineLoopTest, RandomizedSoakWithCancellation) {
   EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok()) << (*loop)->check_pool_after_shutdown().to_string();
   std::printf("soak: %d requests, %d cancelled, %lld preemptions, %lld steps\n", kRequests, n_cancelled,
               static_cast<long long>((*loop)->stats().n_preemptions), static_cast<long long>((*loop)->stats().n_steps));
+  std::printf("soak: %lld steps queued ahead, %lld rows discarded\n",
+              static_cast<long long>((*loop)->stats().n_steps_ahead),
+              static_cast<long long>((*loop)->stats().n_rows_discarded));
 }
+
+TEST_F(EngineLoopTest, RandomizedSoakWithCancellation) { soak(DecodePipeline::kOff); }
+TEST_F(EngineLoopTest, RandomizedSoakWithCancellationPipelined) { soak(DecodePipeline::kOn); }
 
 // A sampled request draws from its own RNG stream: the same tokens alone, in a batch beside other
 // sampled and greedy requests, and through Session.
@@ -180,6 +201,44 @@ TEST_F(EngineLoopTest, SeededSamplingIsTheSameInABatch) {
   std::vector<RequestHandle> handles;
   for (const RequestSpec& s : specs) handles.push_back(*(*loop)->submit(test::params_of(s)));
   for (size_t i = 0; i < specs.size(); ++i) test::expect_same(handles[i].wait(), solo[i], i);
+}
+
+// Batches of one with the overlap forced on: every decode step is queued ahead, so the step after
+// an end-of-generation token or a stop string is queued and then discarded; outputs, reasons and
+// streamed text equal the plain loop's.
+TEST_F(EngineLoopTest, PipelinedSoloRunsEqualPlainOnes) {
+  std::mt19937 rng(17);
+  std::vector<RequestSpec> specs = test::random_specs(rng, test::requests_for(16, 6), 40, 200, tok());
+  const std::vector<RequestResult> plain = test::solo_through_loop(model(), tok(), specs);
+  auto loop = EngineLoop::create(model(), tok(), {.n_ctx = test::kEngineCtx, .max_running = 1,
+                                                  .pipeline = DecodePipeline::kOn});
+  ASSERT_TRUE(loop.ok()) << loop.status().to_string();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    RequestParams p = test::params_of(specs[i]);
+    std::string streamed;
+    p.on_text = [&](std::string_view t) { streamed.append(t); };
+    const RequestHandle h = *(*loop)->submit(std::move(p));
+    const RequestResult& got = h.wait();
+    test::expect_same(got, plain[i], i);
+    EXPECT_EQ(streamed, got.text) << i;
+    // A stop string taken from the middle of the plain output ends it there.
+    if (plain[i].text.size() < 24) continue;
+    RequestParams q = test::params_of(specs[i]);
+    const std::string stop = plain[i].text.substr(plain[i].text.size() / 2, 3);
+    q.stop = {stop};
+    const RequestHandle hq = *(*loop)->submit(std::move(q));
+    const RequestResult& cut = hq.wait();
+    EXPECT_EQ(cut.reason, FinishReason::kStopString) << i;
+    EXPECT_EQ(cut.text, plain[i].text.substr(0, plain[i].text.find(stop))) << i;
+  }
+  (*loop)->shutdown(ShutdownMode::kDrain);
+  const EngineLoopStats st = (*loop)->stats();
+  EXPECT_GT(st.n_steps_ahead, 0);
+  EXPECT_GT(st.n_rows_discarded, 0);  // the rows queued after a token that ended their request
+  EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok()) << (*loop)->check_pool_after_shutdown().to_string();
+  std::printf("pipelined solo: %lld of %lld steps queued ahead, %lld rows discarded\n",
+              static_cast<long long>(st.n_steps_ahead), static_cast<long long>(st.n_steps),
+              static_cast<long long>(st.n_rows_discarded));
 }
 
 TEST_F(EngineLoopTest, StreamedTextAndStopStringsMatchSession) {
