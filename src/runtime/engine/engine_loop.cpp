@@ -30,6 +30,25 @@ struct EngineLoop::Live {
   std::string held;  // decoded text not yet handed to on_text
   RequestResult result;
   SeqId seq = -1;  // its KV sequence while running
+  bool admitted_before = false;  // n_cached_tokens counts the first admission only
+};
+
+// Called from Scheduler::schedule(), i.e. on the loop's thread with mu_ held: it may read live_
+// and use the cache.
+class EngineLoop::LoopPool final : public KvPoolView {
+ public:
+  explicit LoopPool(EngineLoop& loop) : loop_(loop) {}
+  int32_t n_available_blocks() const override { return loop_.cache_.n_free_blocks(); }
+  Prefix cached_prefix(RequestId id) const override {
+    const Live& l = *loop_.live_.at(id);
+    const KvCache::PrefixMatch m = loop_.cache_.match_prefix(l.tokens, l.params.cache_salt);
+    return {.n_tokens = m.n_tokens, .n_blocks = m.n_blocks, .n_unreferenced = m.n_unreferenced};
+  }
+  int32_t open(RequestId id) override { return loop_.open_sequence(*loop_.live_.at(id)); }
+  void release(RequestId id) override { loop_.release_sequence(*loop_.live_.at(id)); }
+
+ private:
+  EngineLoop& loop_;
 };
 
 EngineLoop::EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, BatchSampler sampler,
@@ -42,7 +61,8 @@ EngineLoop::EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCa
       n_ctx_(n_ctx),
       n_vocab_(model.hparams().n_vocab),
       max_batch_tokens_(sc.max_batch_tokens),
-      scheduler_(sc) {}
+      pool_view_(std::make_unique<LoopPool>(*this)),
+      scheduler_(sc, pool_view_.get()) {}
 
 Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
                                                        const EngineLoopOptions& options) {
@@ -68,7 +88,8 @@ Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, cons
                                                                .block_size = options.kv_block_size,
                                                                .max_batch_tokens = options.max_batch_tokens,
                                                                .max_sequences = options.max_running,
-                                                               .kv_type = options.kv_type}));
+                                                               .kv_type = options.kv_type,
+                                                               .prefix_cache = options.prefix_cache}));
   CERA_ASSIGN_OR_RETURN(BatchSampler sampler,
                         BatchSampler::create(model.backend(), model.hparams().n_vocab, options.max_running));
   const SchedulerConfig sc{.max_batch_tokens = options.max_batch_tokens,
@@ -157,9 +178,11 @@ Status EngineLoop::check_pool_after_shutdown() const {
     return Status(ErrorCode::kInternal, std::to_string(cache_.n_live_sequences()) + " KV sequences and " +
                                             std::to_string(live_.size()) + " requests are still live");
   }
-  if (cache_.n_free_blocks() != cache_.n_blocks() || scheduler_.n_free_blocks() != cache_.n_blocks()) {
+  // Cached blocks nobody references count as free (appends evict them). The scheduler's count
+  // dates from its last step (finishes since are not in it): its integrity check covers it.
+  if (cache_.n_free_blocks() != cache_.n_blocks()) {
     return Status(ErrorCode::kInternal, std::to_string(cache_.n_free_blocks()) + " of " +
-                                            std::to_string(cache_.n_blocks()) + " KV blocks are free");
+                                            std::to_string(cache_.n_blocks()) + " KV blocks are free or cached");
   }
   return {};
 }
@@ -175,7 +198,7 @@ bool EngineLoop::step() {
     std::unique_lock lock(mu_);
     wake_.wait(lock, [&] { return stopping_ || !scheduler_.idle(); });
     if (scheduler_.idle()) {  // stopping, and nothing is left
-      ahead_.reset();
+      drop_ahead();
       return false;
     }
     for (auto& [id, l] : live_) {
@@ -186,33 +209,39 @@ bool EngineLoop::step() {
   Work work;
   if (ahead_ && std::any_of(ahead_->rows.begin(), ahead_->rows.end(), [](const Live* l) { return l != nullptr; })) {
     work = std::move(*ahead_);  // issued last step: its logits are (or will be) on the device
-  } else if (!start_step(work)) {
-    ahead_.reset();
-    return true;
+  } else {
+    drop_ahead();  // every row of it ended
+    if (!start_step(work)) return true;
   }
   ahead_.reset();
-  if (std::optional<Work> next = plan_ahead(work)) {
-    // The argmax of this step's rows feeds the next step's embedding on the device; the host
-    // reads it back while that step runs.
-    const model::Model::DeviceLogits dl = model_->device_logits();
-    const int slot = argmax_slot_;
-    argmax_slot_ ^= 1;
-    const TensorView ids = batch_sampler_.queue_argmax(dl.view, dl.softcap, slot);
-    const Status st = forward(*next, &ids);
+  // Greedy rows on a device that overlaps the host: the step's argmax stays on the device (a step
+  // queued ahead has it queued already), the next step is queued on it, and that step's own
+  // argmax is queued behind it, so both reach the device before the host waits for this one.
+  int slot = work.argmax_slot;
+  if (slot < 0 && pipelines() && argmax_rows(work)) slot = queue_argmax(work);
+  if (slot >= 0) {
+    std::optional<Work> next = plan_ahead(work);
+    Status st;
+    if (next) {
+      st = forward(*next, &work.argmax_ids);
+      if (st.ok()) queue_argmax(*next);
+    }
     const std::span<const int32_t> picked = batch_sampler_.wait_argmax(slot);
     {
       std::lock_guard lock(mu_);
       stats_.n_sampled += static_cast<int64_t>(picked.size());
-      ++stats_.n_top_k_calls;
     }
     if (!st.ok()) {  // the next step's rows are this step's requests
-      for (Live* l : work.rows) finish(*l, FinishReason::kError, st);
+      for (Live* l : work.rows) {
+        if (l != nullptr) finish(*l, FinishReason::kError, st);
+      }
       return true;
     }
-    ahead_ = std::move(next);  // before any row is taken: finish() discards its queued row
+    if (next) ahead_ = std::move(next);  // before any row is taken: finish() discards its queued row
     for (size_t i = 0; i < work.rows.size(); ++i) {
+      if (work.rows[i] == nullptr) continue;  // ended while this step was queued
       SampledToken t{.token = picked[i]};
-      take_token(*work.rows[i], t, /*counted=*/true);
+      take_token(*work.rows[i], t, /*counted=*/ahead_.has_value());
     }
     return true;
   }
@@ -221,10 +250,15 @@ bool EngineLoop::step() {
   size_t row = 0;
   for (size_t i = 0; i < work.rows.size(); ++i) {
     if (!work.plan.chunks[i].output) continue;
-    if (work.rows[i] != nullptr) take_token(*work.rows[i], sampled_[row]);
-    ++row;
+    take_token(*work.rows[i], sampled_[row++]);
   }
   return true;
+}
+
+void EngineLoop::drop_ahead() {
+  if (!ahead_) return;
+  if (ahead_->argmax_slot >= 0) batch_sampler_.wait_argmax(ahead_->argmax_slot);  // unread, but redeemed
+  ahead_.reset();
 }
 
 bool EngineLoop::start_step(Work& work) {
@@ -238,11 +272,7 @@ bool EngineLoop::start_step(Work& work) {
     stats_.n_forward_tokens += work.plan.n_tokens();
     stats_.max_rows_in_step = std::max(stats_.max_rows_in_step, static_cast<int32_t>(work.rows.size()));
   }
-  for (Live* l : work.preempted) {
-    cache_.free_sequence(l->seq);
-    l->seq = -1;
-    ++l->result.n_preemptions;
-  }
+  for (Live* l : work.preempted) ++l->result.n_preemptions;  // their sequences went in schedule() (LoopPool::release)
   if (work.plan.chunks.empty()) return false;
   if (const Status st = forward(work); !st.ok()) {
     for (Live* l : work.rows) finish(*l, FinishReason::kError, st);
@@ -260,20 +290,37 @@ bool EngineLoop::pipelines() const {
   return false;
 }
 
-std::optional<EngineLoop::Work> EngineLoop::plan_ahead(const Work& work) {
-  if (!pipelines()) return std::nullopt;
-  int32_t new_blocks = 0;
+bool EngineLoop::argmax_rows(const Work& work) const {
   for (size_t i = 0; i < work.rows.size(); ++i) {
     const Live* l = work.rows[i];
-    if (l == nullptr || !work.plan.chunks[i].output) return std::nullopt;
+    if (l == nullptr || !work.plan.chunks[i].output) return false;
     const RequestParams& p = l->params;
-    if (!l->sampler.argmax_only() || p.logprobs || !p.logit_bias.empty() || l->shared->cancelled.load()) {
-      return std::nullopt;
-    }
+    if (!l->sampler.argmax_only() || p.logprobs || !p.logit_bias.empty()) return false;
+  }
+  return true;
+}
+
+int EngineLoop::queue_argmax(Work& work) {
+  const model::Model::DeviceLogits dl = model_->device_logits();
+  work.argmax_slot = argmax_slot_;
+  argmax_slot_ ^= 1;
+  work.argmax_ids = batch_sampler_.queue_argmax(dl.view, dl.softcap, work.argmax_slot);
+  std::lock_guard lock(mu_);
+  ++stats_.n_top_k_calls;
+  return work.argmax_slot;
+}
+
+std::optional<EngineLoop::Work> EngineLoop::plan_ahead(const Work& work) {
+  if (!argmax_rows(work)) return std::nullopt;
+  int32_t new_blocks = 0;
+  for (const Live* l : work.rows) {
+    if (l->shared->cancelled.load()) return std::nullopt;
     // The token this step gives must not end the request by count, and the one after it must
     // fit the context: only end of generation or a stop string may still end it.
     const auto n_tokens = static_cast<int32_t>(l->tokens.size());
-    if (static_cast<int32_t>(l->result.tokens.size()) + 1 >= p.max_tokens || n_tokens + 1 > n_ctx_) return std::nullopt;
+    if (static_cast<int32_t>(l->result.tokens.size()) + 1 >= l->params.max_tokens || n_tokens + 1 > n_ctx_) {
+      return std::nullopt;
+    }
     if (n_tokens % cache_.block_size() == 0) ++new_blocks;
   }
   std::lock_guard lock(mu_);
@@ -303,10 +350,6 @@ void EngineLoop::sample_rows(const Work& work) {
   sample_rows_.clear();
   for (size_t i = 0; i < work.rows.size(); ++i) {
     if (!work.plan.chunks[i].output) continue;
-    if (work.rows[i] == nullptr) {  // ended before this step was sampled: drawn, then ignored
-      sample_rows_.push_back({.sampler = &discard_sampler_});
-      continue;
-    }
     Live& l = *work.rows[i];
     sample_rows_.push_back({.sampler = &l.sampler,
                             .history = l.tokens,
@@ -331,16 +374,15 @@ Status EngineLoop::forward(Work& work, const TensorView* token_ids) {
   slots_.clear();
   ring_slots_.clear();
   outputs_.clear();
+  checkpoints_.clear();
   const bool ring = cache_.ring_tokens() > 0;
   for (size_t i = 0; i < work.rows.size(); ++i) {
     const ScheduledChunk& c = work.plan.chunks[i];
     Live& l = *work.rows[i];
-    if (c.admitted) {
-      CERA_CHECK(l.seq < 0);
-      l.seq = cache_.new_sequence();  // zeroed recurrent state: a recompute starts from scratch
-    }
+    // Admitted chunks' sequences were opened by schedule() (on their cached prefix, if any).
     CERA_CHECK(l.seq >= 0 && cache_.length(l.seq) == c.first);
     CERA_RETURN_IF_ERROR(cache_.append(l.seq, c.n, slots_));
+    cache_.state_checkpoints(l.seq, c.n, static_cast<int32_t>(tokens_.size()), checkpoints_);
     CERA_CHECK(token_ids == nullptr || c.n == 1);
     for (int32_t t = c.first; t < c.first + c.n; ++t) {
       tokens_.push_back(token_ids != nullptr ? 0 : l.tokens[t]);  // with token_ids only the count is read
@@ -351,7 +393,7 @@ Status EngineLoop::forward(Work& work, const TensorView* token_ids) {
     if (c.output) outputs_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
   }
   {
-    // The scheduler's model of the pool must match the cache exactly (no sharing yet).
+    // The scheduler left exactly the blocks free that the cache has after the appends.
     std::lock_guard lock(mu_);
     CERA_CHECK_MSG(scheduler_.n_free_blocks() == cache_.n_free_blocks(),
                    "engine loop: the scheduler counts " + std::to_string(scheduler_.n_free_blocks()) +
@@ -380,8 +422,36 @@ Status EngineLoop::forward(Work& work, const TensorView* token_ids) {
       .ring = ring ? model::RingTables{.block_tables = ring_tables_, .table_offset = ring_offset_, .kv_slots = ring_slots_}
                    : model::RingTables{},
       .output_rows = outputs_,
-      .recurrent_state = state_};
-  return model_->forward(batch, cache_.layers(), {});  // the logits stay on the device
+      .recurrent_state = state_,
+      .state_checkpoints = checkpoints_};
+  CERA_RETURN_IF_ERROR(model_->forward(batch, cache_.layers(), {}));  // the logits stay on the device
+  // Only now are the blocks this forward completed trustworthy for other requests (a row's
+  // token from token_ids is not known yet: its block is published by a later call).
+  for (const Live* l : work.rows) cache_.publish_blocks(l->seq, l->tokens);
+  return {};
+}
+
+int32_t EngineLoop::open_sequence(Live& l) {
+  CERA_CHECK(l.seq < 0);
+  // Without a prefix cache this is a plain new sequence (zeroed recurrent state: a recompute
+  // starts from scratch); with one, the cached blocks and the state at their end.
+  l.seq = cache_.new_sequence_from_prefix(l.tokens, l.params.cache_salt);
+  const int32_t cached = cache_.length(l.seq);
+  if (!l.admitted_before) l.result.n_cached_tokens = cached;
+  l.admitted_before = true;
+  if (cache_.has_prefix_cache()) {  // mu_ is held (schedule())
+    ++stats_.n_prefix_queries;
+    stats_.n_prefix_hits += cached > 0;
+    stats_.n_prefix_query_tokens += static_cast<int64_t>(l.tokens.size());
+    stats_.n_prompt_tokens_cached += cached;
+  }
+  return cached;
+}
+
+void EngineLoop::release_sequence(Live& l) {
+  cache_.publish_blocks(l.seq, l.tokens);
+  cache_.free_sequence(l.seq);
+  l.seq = -1;
 }
 
 void EngineLoop::emit(Live& l, size_t n) {
@@ -437,7 +507,10 @@ void EngineLoop::finish(Live& l, FinishReason reason, Status status) {
     l.decoder.finish(l.held);
     emit(l, l.held.size());
   }
-  if (l.seq >= 0) cache_.free_sequence(l.seq);  // with the row of a step queued ahead, if any
+  // With the row of a step queued ahead, if any. A failed forward's blocks are not published;
+  // every other ending comes after successful forwards only.
+  if (l.seq >= 0 && reason == FinishReason::kError) cache_.free_sequence(l.seq);
+  if (l.seq >= 0 && reason != FinishReason::kError) release_sequence(l);
   l.seq = -1;
   if (ahead_) {
     for (Live*& row : ahead_->rows) {

@@ -17,6 +17,11 @@
 // one append per sequence per forward of at most max_batch_tokens (the KvCache rings are sized
 // for that, max_sequences = max_running), and a recurrent state per sequence, zeroed when a
 // preempted request starts its recompute.
+// Prefix cache (EngineLoopOptions::prefix_cache): a request is admitted on the longest cached
+// prefix of its tokens (KvCache::new_sequence_from_prefix, from the scheduler's KvPoolView) and
+// computes only the rest; the blocks each forward completes are published once it succeeded. A
+// preempted request publishes what it computed and may resume from it. Sliding-window and
+// recurrent layers resume exactly (KvCacheConfig::prefix_cache says how).
 #pragma once
 
 #include <condition_variable>
@@ -49,6 +54,9 @@ struct EngineLoopOptions {
   int32_t kv_tokens = 0;           // the KV pool in tokens; 0: max_running * n_ctx. n_ctx is capped to it
   DType kv_type = DType::kF32;
   DecodePipeline pipeline = DecodePipeline::kAuto;  // see the header comment
+  // Share full KV blocks between requests with the same prefix (header comment). For models with
+  // sliding-window layers it stores those layers paged, at full length (KvCacheConfig).
+  bool prefix_cache = false;
 };
 
 enum class ShutdownMode : uint8_t {
@@ -67,6 +75,12 @@ struct EngineLoopStats {
   int64_t n_rows_read_back = 0;   // output rows whose whole [n_vocab] logits were read to the host
   int64_t n_steps_ahead = 0;      // steps queued before the previous step's tokens were read back
   int64_t n_rows_discarded = 0;   // rows of such steps whose request ended on the token before
+  // Prefix cache (0 without it): admissions (first and after preemption) that looked it up, those
+  // that started on cached blocks, the tokens looked up and the tokens taken from it.
+  int64_t n_prefix_queries = 0;
+  int64_t n_prefix_hits = 0;
+  int64_t n_prefix_query_tokens = 0;
+  int64_t n_prompt_tokens_cached = 0;
 };
 
 class EngineLoop {
@@ -95,18 +109,21 @@ class EngineLoop {
   Status check_pool_after_shutdown() const;
 
  private:
-  struct Live;  // engine_loop.cpp
+  struct Live;      // engine_loop.cpp
+  class LoopPool;   // the scheduler's KvPoolView on cache_ (engine_loop.cpp)
   EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, BatchSampler sampler,
              const SchedulerConfig& sc, int32_t n_ctx, DecodePipeline pipeline);
   void run();
   // One step; false when the loop should exit.
   bool step();
   // What a step runs: chunk i of the plan belongs to rows[i] (nullptr: a row of a step queued
-  // ahead whose request ended before the step was sampled; its outputs are ignored).
+  // ahead whose request ended before the step's tokens were taken; its output is ignored).
   struct Work {
     StepPlan plan;
     std::vector<Live*> rows;
     std::vector<Live*> preempted;
+    int argmax_slot = -1;    // >= 0: the argmax of its output rows is queued in this BatchSampler slot
+    TensorView argmax_ids;   // [n_rows] I32 on the device, with argmax_slot
   };
   // Plans and runs a fresh step (false: nothing to run); a failed forward finishes its rows.
   bool start_step(Work& work);
@@ -115,6 +132,12 @@ class EngineLoop {
   // scheduler as if those tokens were taken. nullopt: the next step must wait for the tokens.
   std::optional<Work> plan_ahead(const Work& work);
   bool pipelines() const;
+  // Every row is an output row whose chain the device's argmax decides (greedy, no logprobs or bias).
+  bool argmax_rows(const Work& work) const;
+  // Queues the argmax of the last forward's output rows (work's) into the next slot; returns it.
+  int queue_argmax(Work& work);
+  // Forgets the step queued ahead (its rows all ended), redeeming its queued argmax.
+  void drop_ahead();
   // Builds the ForwardBatch and runs it. token_ids: the batch's ids on the device (each chunk is
   // one token then), else they come from the requests' token lists.
   Status forward(Work& work, const TensorView* token_ids = nullptr);
@@ -127,6 +150,10 @@ class EngineLoop {
   // Ends a request: frees its KV sequence, removes it from the scheduler and the live table,
   // publishes the result. Not under mu_.
   void finish(Live& l, FinishReason reason, Status status = {});
+  // Opens l's KV sequence on its cached prefix (LoopPool::open, under mu_); returns its length.
+  int32_t open_sequence(Live& l);
+  // Publishes l's computed blocks (all its forwards succeeded) and frees its KV sequence.
+  void release_sequence(Live& l);
 
   model::Model* model_;
   tokenizer::Tokenizer tokenizer_;
@@ -139,6 +166,7 @@ class EngineLoop {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
+  std::unique_ptr<KvPoolView> pool_view_;                   // used by scheduler_ only
   Scheduler scheduler_;                                     // guarded by mu_
   std::unordered_map<RequestId, std::unique_ptr<Live>> live_;  // guarded by mu_ (entries: loop thread)
   RequestId next_id_ = 1;                                   // guarded by mu_
@@ -154,12 +182,12 @@ class EngineLoop {
   std::vector<int32_t> tables_, ring_tables_;        // every row's block table, concatenated
   std::vector<int32_t> table_offset_, ring_offset_;  // [n_rows + 1]
   std::vector<TensorView> state_;                    // [n_rows * n_layer] recurrent state views
+  std::vector<model::StateCheckpoint> checkpoints_;  // recurrent state wanted at block ends (prefix cache)
   std::vector<SampleRow> sample_rows_;               // [n_outputs]
   std::vector<SampledToken> sampled_;                // [n_outputs]
   // The step queued ahead (plan_ahead): its forward is issued, its sampling is next. Loop thread.
   std::optional<Work> ahead_;
   int argmax_slot_ = 0;  // BatchSampler argmax slot of the next queue_argmax
-  Sampler discard_sampler_{SamplingParams{.temperature = 0.0f}};  // draws the ignored rows of `ahead_`
 };
 
 }  // namespace cera::runtime
