@@ -23,6 +23,15 @@ struct RingTables {
   std::span<const int32_t> kv_slots;      // [n_tokens] slot that receives each token's K/V
 };
 
+// Where forward() must also save a recurrent state inside the batch (prefix caching resumes a
+// later sequence from it): the state of token `token`'s sequence right after that token,
+// copied into state[il] for every recurrent layer il (F32 [L_cache-1, n_embd], device memory the
+// caller owns; empty views for the other layers).
+struct StateCheckpoint {
+  int32_t token = 0;                  // a row of ForwardBatch::tokens
+  std::span<const TensorView> state;  // [n_layer]
+};
+
 // One batch: tokens of one or more sequences, flattened. Host memory, owned by the caller.
 struct ForwardBatch {
   std::span<const int32_t> tokens;       // [n_tokens]; only its size counts when token_ids is set
@@ -42,6 +51,9 @@ struct ForwardBatch {
   // batch; the tokens of each sequence must then be contiguous and in order. Empty for models
   // without recurrent layers.
   std::span<const TensorView> recurrent_state;
+  // Ascending by token; only models with recurrent layers read it (the others have no state to
+  // save). Splits those layers' per-sequence runs at each checkpoint: results are unchanged.
+  std::span<const StateCheckpoint> state_checkpoints;
 };
 
 // What a layer keeps per sequence between forward() calls.

@@ -34,7 +34,11 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
   // tokens"); the block count itself fits int32 since block_size >= 1.
   const auto n_blocks = static_cast<int32_t>((int64_t{config.n_slots} + config.block_size - 1) / config.block_size);
   int64_t ring_rows = 0;
-  if (g.has_sliding()) {
+  if (config.prefix_cache) {
+    c.prefix_.emplace(n_blocks, config.block_size);
+    c.paged_sliding_ = g.has_sliding();  // see KvCacheConfig::prefix_cache
+  }
+  if (g.has_sliding() && !c.paged_sliding_) {
     if (g.sliding_window <= 0 || config.max_batch_tokens <= 0 || config.max_sequences <= 0) {
       return invalid_argument("KV cache of sliding-window layers needs window, max_batch_tokens and max_sequences > 0");
     }
@@ -62,6 +66,31 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
   }
   c.block_refs_.assign(n_blocks, 0);
   for (int32_t b = n_blocks - 1; b >= 0; --b) c.free_blocks_.push_back(b);
+  if (c.prefix_ && c.state_elements_ != 0) {
+    // One checkpoint per block, allocated with the pool: in steady state every block ends up
+    // cached, so allocating on demand would only move the same memory to a worse moment.
+    int64_t n_state_layers = 0;
+    for (int32_t il = 0; il < g.n_layer; ++il) n_state_layers += g.kind(il) != model::LayerKind::kAttention;
+    const int64_t per_block = n_state_layers * c.state_elements_;
+    const uint64_t bytes = static_cast<uint64_t>(per_block * n_blocks) * sizeof(float);
+    auto buf = model.backend().allocate(bytes);
+    if (!buf.ok()) return buf.status().with_context("KV cache: recurrent state checkpoints of " + std::to_string(n_blocks) + " blocks");
+    c.checkpoint_storage_ = std::move(buf).value();
+    c.bytes_.checkpoints = bytes;
+    for (int32_t b = 0; b < n_blocks; ++b) {
+      int64_t offset = b * per_block;
+      for (int32_t il = 0; il < g.n_layer; ++il) {
+        TensorView v;
+        if (g.kind(il) != model::LayerKind::kAttention) {
+          v = c.checkpoint_storage_->view(DType::kF32, {g.state_ne[0], g.state_ne[1], 1, 1}, model.backend().device());
+          v.data += offset * static_cast<int64_t>(sizeof(float));
+          offset += c.state_elements_;
+        }
+        c.checkpoint_views_.push_back(v);
+      }
+    }
+    c.checkpointed_.assign(static_cast<size_t>(n_blocks), false);
+  }
   return c;
 }
 
@@ -80,7 +109,7 @@ Result<ops::KvLayer> KvCache::allocate_layer(int64_t n_rows) {
 
 bool KvCache::uses(int32_t il, Storage storage) const {
   if (geometry_.kind(il) != model::LayerKind::kAttention) return false;
-  return geometry_.is_sliding(il) == (storage == Storage::kRing);
+  return (geometry_.is_sliding(il) && !paged_sliding_) == (storage == Storage::kRing);
 }
 
 void KvCache::copy_rows(Storage storage, std::span<const int32_t> src, std::span<const int32_t> dst) {
@@ -169,6 +198,8 @@ SeqId KvCache::new_sequence() {
   s.ring.clear();
   s.ring_table.clear();
   s.ring_valid = 0;
+  s.extra = 0;
+  s.hashes.clear();
   // The state is a few KB per layer; failing to allocate it is as fatal as failing to grow seqs_.
   const Status st = init_state(s);
   CERA_CHECK_MSG(st.ok(), "KV cache: recurrent state of a new sequence: " + st.to_string());
@@ -189,6 +220,7 @@ int32_t KvCache::slot(SeqId seq, int32_t i) const {
 }
 
 int32_t KvCache::ring_slot(SeqId seq, int32_t i) const {
+  if (paged_sliding_) return slot(seq, i);
   const Sequence& s = seq_(seq);
   CERA_CHECK(ring_blocks_ > 0 && i >= 0 && i < s.length);
   return s.ring_table[i / block_size_] * block_size_ + i % block_size_;
@@ -206,7 +238,7 @@ void KvCache::copy_block_prefix(int32_t from, int32_t to, int32_t n) {
 Result<SeqId> KvCache::fork(SeqId src) {
   const int32_t len = seq_(src).length;
   const bool partial = len % block_size_ != 0;
-  if (partial && free_blocks_.empty()) return out_of_range("KV cache is full: no block for the fork's last partial block");
+  if (partial && n_free_blocks() == 0) return out_of_range("KV cache is full: no block for the fork's last partial block");
   if (seq_(src).ring.size() > ring_free_.size()) {
     return out_of_range("KV cache: no free ring for the fork's sliding-window layers (raise max_sequences)");
   }
@@ -216,13 +248,13 @@ Result<SeqId> KvCache::fork(SeqId src) {
   d.blocks.assign(s.blocks.begin(), s.blocks.begin() + len / block_size_);
   for (int32_t b : d.blocks) ++block_refs_[b];
   if (partial) {
-    const int32_t block = free_blocks_.back();
-    free_blocks_.pop_back();
-    block_refs_[block] = 1;
+    const int32_t block = take_block();
     copy_block_prefix(s.blocks.back(), block, len % block_size_);
     d.blocks.push_back(block);
   }
   d.length = len;
+  d.extra = s.extra;
+  d.hashes = s.hashes;
   std::vector<int32_t> from, to;
   for (int32_t r : s.ring) {
     d.ring.push_back(ring_free_.back());
@@ -245,8 +277,9 @@ Result<SeqId> KvCache::fork(SeqId src) {
 Status KvCache::append(SeqId seq, int32_t n, std::vector<int32_t>& slots) {
   Sequence& s = seq_(seq);
   const int32_t need_blocks = (s.length + n + block_size_ - 1) / block_size_;
-  // Writing into a partly filled last block that another sequence shares needs a private copy.
-  const bool copy_last = n > 0 && s.length % block_size_ != 0 && block_refs_[s.blocks.back()] > 1;
+  // Writing into a partly filled last block that another sequence shares, or that the prefix
+  // cache holds (a truncate into a published block), needs a private copy.
+  const bool copy_last = n > 0 && s.length % block_size_ != 0 && shared_block(s.blocks.back());
   const int32_t extra = need_blocks - static_cast<int32_t>(s.blocks.size()) + (copy_last ? 1 : 0);
   if (extra > n_free_blocks()) {
     return out_of_range("KV cache is full: " + std::to_string(n) + " more tokens need " + std::to_string(extra) +
@@ -271,17 +304,13 @@ Status KvCache::append(SeqId seq, int32_t n, std::vector<int32_t>& slots) {
     }
   }
   if (copy_last) {
-    const int32_t block = free_blocks_.back();
-    free_blocks_.pop_back();
-    block_refs_[block] = 1;
+    const int32_t block = take_block();
     copy_block_prefix(s.blocks.back(), block, s.length % block_size_);
-    --block_refs_[s.blocks.back()];
+    unref_block(s.blocks.back());
     s.blocks.back() = block;
   }
   for (int32_t b = static_cast<int32_t>(s.blocks.size()); b < need_blocks; ++b) {
-    const int32_t block = free_blocks_.back();
-    free_blocks_.pop_back();
-    block_refs_[block] = 1;
+    const int32_t block = take_block();
     s.blocks.push_back(block);
     if (ring_blocks_ == 0) continue;
     if (b < ring_blocks_) {
@@ -299,14 +328,41 @@ Status KvCache::append(SeqId seq, int32_t n, std::vector<int32_t>& slots) {
   return {};
 }
 
+int32_t KvCache::take_block() {
+  int32_t block = -1;
+  if (!free_blocks_.empty()) {
+    block = free_blocks_.back();
+    free_blocks_.pop_back();
+  } else {
+    CERA_CHECK(prefix_);
+    block = prefix_->evict();
+  }
+  CERA_CHECK(block >= 0 && block_refs_[block] == 0);
+  block_refs_[block] = 1;
+  if (!checkpointed_.empty()) checkpointed_[block] = false;
+  return block;
+}
+
+void KvCache::unref_block(int32_t block) {
+  CERA_CHECK(block_refs_[block] > 0);
+  if (--block_refs_[block] != 0) return;
+  if (prefix_ && prefix_->cached(block)) {
+    prefix_->release(block);
+  } else {
+    free_blocks_.push_back(block);
+  }
+}
+
 void KvCache::drop_blocks(Sequence& s, int32_t n) {
   CERA_CHECK(n >= 0 && n <= s.length);
   const size_t keep_blocks = static_cast<size_t>((n + block_size_ - 1) / block_size_);
+  // Released last block first: the cache's LRU then evicts a prefix's tail before its head.
   while (s.blocks.size() > keep_blocks) {
     const int32_t block = s.blocks.back();
     s.blocks.pop_back();
-    if (--block_refs_[block] == 0) free_blocks_.push_back(block);
+    unref_block(block);
   }
+  s.hashes.resize(std::min(s.hashes.size(), static_cast<size_t>(n / block_size_)));
   // Ring blocks past keep_blocks only ever held entries from n on (truncate's precondition).
   s.ring_table.resize(std::min(s.ring_table.size(), keep_blocks));
   while (s.ring.size() > keep_blocks) {
@@ -376,10 +432,21 @@ Status KvCache::check_integrity() const {
   for (int32_t b : free_blocks_) {
     if (b < 0 || b >= n_blocks() || listed[b]) return fail("free list entry " + std::to_string(b) + " repeated or out of range");
     if (block_refs_[b] != 0) return fail("block " + std::to_string(b) + " is free but referenced");
+    if (prefix_ && prefix_->cached(b)) return fail("block " + std::to_string(b) + " is free but cached");
     listed[b] = true;
   }
   for (int32_t b = 0; b < n_blocks(); ++b) {
-    if (block_refs_[b] == 0 && !listed[b]) return fail("block " + std::to_string(b) + " is unreferenced but not free");
+    if (block_refs_[b] == 0 && !listed[b] && !(prefix_ && prefix_->evictable(b))) {
+      return fail("block " + std::to_string(b) + " is unreferenced but neither free nor cached");
+    }
+  }
+  if (prefix_) CERA_RETURN_IF_ERROR(prefix_->check_integrity(block_refs_));
+  for (size_t id = 0; id < seqs_.size(); ++id) {
+    const Sequence& s = seqs_[id];
+    if (s.live && s.hashes.size() > static_cast<size_t>(s.length / block_size_)) {
+      return fail("sequence " + std::to_string(id) + " has " + std::to_string(s.hashes.size()) +
+                  " published blocks of " + std::to_string(s.length / block_size_) + " full ones");
+    }
   }
   // Rings: every ring block once, free or owned.
   std::vector<int32_t> seen;

@@ -8,15 +8,20 @@
 // and the kernels never read them (a query at p reads only (p - window, p]).
 // Models with recurrent layers (KvGeometry::kinds, lfm2's convolutions) also get a fixed-size
 // state per sequence and layer, created, forked, rolled back and freed with the sequence.
+// With KvCacheConfig::prefix_cache, full blocks are published into a PrefixCache and shared by
+// later sequences that start with the same tokens (new_sequence_from_prefix); see that config
+// field for what it changes for sliding-window and recurrent layers.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "core/status.h"
 #include "model/model.h"
+#include "runtime/prefix_cache.h"
 
 namespace cera::runtime {
 
@@ -32,13 +37,23 @@ struct KvCacheConfig {
   int32_t max_batch_tokens = 512;
   int32_t max_sequences = 1;  // live sequences with tokens the rings are allocated for
   DType kv_type = DType::kF32;  // K/V rows: F32 or F16 (half the bytes; attention math stays float)
+  // Keep published full blocks after their sequences end (prefix caching). What it changes:
+  // - Sliding-window layers are stored in the paged blocks like the full-length layers (no
+  //   rings): a sequence resuming at a block boundary P needs those layers' K/V of the window
+  //   before P, which a per-sequence ring cannot share, and no recompute of a finite window can
+  //   rebuild it exactly (each sliding layer's K/V depends on the windows of the sliding layers
+  //   below it). The cost is memory: those layers take n_slots rows each instead of rings.
+  // - Recurrent layers get a state checkpoint per block, taken by the forward at the block's
+  //   end (state_checkpoints), so that a hit resumes with the state it had there.
+  bool prefix_cache = false;
 };
 
 // Bytes of K/V storage by kind of layer (recurrent state not included).
 struct KvBytes {
   uint64_t full = 0;  // full-length layers: n_slots rows of K and V each
   uint64_t ring = 0;  // sliding-window layers: max_sequences rings of ring_tokens rows each
-  uint64_t total() const { return full + ring; }
+  uint64_t checkpoints = 0;  // recurrent state per block, with a prefix cache
+  uint64_t total() const { return full + ring + checkpoints; }
 };
 
 class KvCache {
@@ -51,14 +66,23 @@ class KvCache {
   int32_t block_size() const { return block_size_; }
   // Blocks of the full-length layers' storage.
   int32_t n_blocks() const { return static_cast<int32_t>(block_refs_.size()); }
-  int32_t n_free_blocks() const { return static_cast<int32_t>(free_blocks_.size()); }
-  // Slots of one sequence's ring in the sliding-window layers; 0 when the model has none.
-  int32_t ring_tokens() const { return ring_blocks_ * block_size_; }
+  // Blocks an append can take: the free list plus the cached blocks no sequence references
+  // (evicted, least recently used first, when the free list is empty).
+  int32_t n_free_blocks() const { return static_cast<int32_t>(free_blocks_.size()) + n_evictable_blocks(); }
+  int32_t n_evictable_blocks() const { return prefix_ ? prefix_->n_evictable() : 0; }
+  int32_t n_cached_blocks() const { return prefix_ ? prefix_->n_cached() : 0; }
+  bool has_prefix_cache() const { return prefix_.has_value(); }
+  // Slots of one sequence's ring in the sliding-window layers; 0 when the model has none. With
+  // a prefix cache those layers are paged: a "ring" as long as the pool, which never turns
+  // (ring_table is the block table, ring_slot the slot).
+  int32_t ring_tokens() const { return paged_sliding_ ? n_blocks() * block_size_ : ring_blocks_ * block_size_; }
   KvBytes bytes() const { return bytes_; }
   // The bookkeeping is consistent: every block's reference count equals the live sequences whose
   // tables hold it, the free list holds exactly the unreferenced blocks once each, and every ring
-  // block is either free or owned by one live sequence. O(blocks + table entries); for tests and
-  // idle-time checks (the engine loop's pool check).
+  // block is either free or owned by one live sequence; with a prefix cache, an unreferenced
+  // block is either free or cached (on the cache's LRU), never both, and PrefixCache's own
+  // check holds. O(blocks + table entries); for tests and idle-time checks (the engine loop's
+  // pool check).
   Status check_integrity() const;
   int32_t n_live_sequences() const;
 
@@ -69,7 +93,9 @@ class KvCache {
   int32_t slot(SeqId seq, int32_t i) const;
   // The sliding-window layers' table of the sequence ([ceil(length / block_size)] ring blocks,
   // ForwardBatch::ring) and the ring slot of entry i; empty / unused without such layers.
-  std::span<const int32_t> ring_table(SeqId seq) const { return seq_(seq).ring_table; }
+  std::span<const int32_t> ring_table(SeqId seq) const {
+    return paged_sliding_ ? seq_(seq).blocks : std::span<const int32_t>(seq_(seq).ring_table);
+  }
   int32_t ring_slot(SeqId seq, int32_t i) const;
 
   // A new sequence with the same entries (and recurrent state) as `src`: full blocks are shared
@@ -108,6 +134,35 @@ class KvCache {
   // already overwritten (n_keep close to the new length on a long sequence).
   bool can_shift(SeqId seq, int32_t n_keep, int32_t n_discard) const;
 
+  // --- prefix cache (KvCacheConfig::prefix_cache; without it nothing is ever cached) ------
+  // The longest cached prefix of `tokens` under `extra`: whole blocks, at most
+  // (tokens.size() - 1) / block_size of them, so that at least the last token is computed (its
+  // logits are wanted). n_unreferenced: how many of those blocks no sequence holds now (taking
+  // them makes them unavailable to appends). Changes nothing.
+  struct PrefixMatch {
+    int32_t n_tokens = 0;  // n_blocks * block_size
+    int32_t n_blocks = 0;
+    int32_t n_unreferenced = 0;
+  };
+  PrefixMatch match_prefix(std::span<const int32_t> tokens, uint64_t extra) const;
+  // A new sequence holding match_prefix(tokens, extra)'s blocks (shared, reference counted) and,
+  // with recurrent layers, the state saved at the end of its last block; its later blocks are
+  // published under `extra`. Returns the sequence; its length() is the prefix's n_tokens.
+  SeqId new_sequence_from_prefix(std::span<const int32_t> tokens, uint64_t extra);
+  // Publishes the sequence's full blocks not published yet whose tokens are known: blocks
+  // wholly inside [0, min(length, tokens.size())). Call it only once the forwards that computed
+  // them succeeded: a published block is trusted by every later sequence. `tokens` are the
+  // sequence's tokens from entry 0. With recurrent layers a block is published only if its state
+  // checkpoint was taken (state_checkpoints); publishing stops at the first that was not. A
+  // published block is shared for good: appends copy rather than write into it (a truncate into
+  // it), shift() forgets it. A block already cached by another sequence stays private.
+  void publish_blocks(SeqId seq, std::span<const int32_t> tokens);
+  // After append(seq, n): where this append's forward must save the recurrent state, one
+  // checkpoint per block the n entries complete (ForwardBatch::state_checkpoints, with `token`
+  // offset by first_row: the batch row of the append's first entry). Nothing without recurrent
+  // layers or without a prefix cache. The views stay valid for the cache's lifetime.
+  void state_checkpoints(SeqId seq, int32_t n, int32_t first_row, std::vector<model::StateCheckpoint>& out);
+
   // Snapshots kept per sequence: rollback reaches back this many evaluated chunks (decode steps
   // count as chunks). A snapshot is (L_cache-1) * n_embd floats per recurrent layer, kept on the
   // backend's device (a copy there per append: no host round trip in the decode loop).
@@ -130,6 +185,8 @@ class KvCache {
     std::shared_ptr<ops::Buffer> state;  // recurrent layers' state, allocated once per sequence slot
     std::vector<TensorView> state_views;  // [n_layer] views into `state`; empty when no recurrent layer
     std::vector<Snapshot> snapshots;      // ascending lengths, at most kMaxSnapshots
+    uint64_t extra = 0;                   // the prefix cache's extra key of its blocks
+    std::vector<uint64_t> hashes;         // chained hashes of its first hashes.size() blocks (published)
   };
   const Sequence& seq_(SeqId s) const;
   Sequence& seq_(SeqId s);
@@ -148,6 +205,13 @@ class KvCache {
   void copy_rows(Storage storage, std::span<const int32_t> src, std::span<const int32_t> dst);
   void rerotate_rows(Storage storage, std::span<const int32_t> rows, int32_t delta);
   void drop_blocks(Sequence& s, int32_t n);  // block and ring bookkeeping of truncate, state untouched
+  // A block for an append or a copy: the free list first, else the least recently used cached
+  // block nobody references. Precondition: n_free_blocks() > 0.
+  int32_t take_block();
+  void unref_block(int32_t block);  // a reference goes: to the free list, or to the cache's LRU
+  // Whether appending into `block` (the partly kept last block) must copy it first.
+  bool shared_block(int32_t block) const { return block_refs_[block] > 1 || (prefix_ && prefix_->cached(block)); }
+  TensorView checkpoint_row(int32_t block) const;  // block's state checkpoint as one F32 row
   // Copies slots [0, n) of block `from` into block `to` in every full-length layer.
   void copy_block_prefix(int32_t from, int32_t to, int32_t n);
   // Moves the ring rows of entries [first + n_discard, last + n_discard) to those of [first, last).
@@ -171,6 +235,16 @@ class KvCache {
   std::vector<int32_t> ring_free_;  // stack; lowest index on top
   std::vector<Sequence> seqs_;
   std::vector<std::shared_ptr<ops::Buffer>> snapshot_pool_;  // free snapshot buffers
+  // Prefix cache (KvCacheConfig::prefix_cache).
+  std::optional<PrefixCache> prefix_;
+  bool paged_sliding_ = false;  // sliding-window layers use the paged blocks (no rings)
+  // Recurrent models with a prefix cache: the state at the end of each block, laid out like
+  // Sequence::state, block b at b * state_bytes; views [n_blocks * n_layer] (empty views for
+  // attention layers); checkpointed_[b]: a forward was asked to write block b's checkpoint since
+  // the block was last taken.
+  std::unique_ptr<ops::Buffer> checkpoint_storage_;
+  std::vector<TensorView> checkpoint_views_;
+  std::vector<bool> checkpointed_;
 };
 
 }  // namespace cera::runtime

@@ -26,6 +26,13 @@ void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
                  "KV cache: shift(" + std::to_string(n_keep) + ", " + std::to_string(n_discard) + ") of a sequence of " +
                      std::to_string(seq_(seq).length) + " moves shared rows or needs ring entries already overwritten");
   const int32_t len = seq_(seq).length, new_len = len - n_discard;
+  // Blocks from n_keep's on change their rows: a published one (held by this sequence alone,
+  // can_shift) leaves the prefix cache first.
+  if (prefix_) {
+    const std::vector<int32_t>& blocks = seq_(seq).blocks;
+    for (size_t b = static_cast<size_t>(n_keep / block_size_); b < blocks.size(); ++b) prefix_->erase(blocks[b]);
+    seq_(seq).hashes.resize(std::min(seq_(seq).hashes.size(), static_cast<size_t>(n_keep / block_size_)));
+  }
   // Move entries down in chunks of n_discard: a chunk's destination was read by earlier chunks
   // (or was discarded), so no chunk overwrites a row it still has to read.
   std::vector<int32_t> src, dst;

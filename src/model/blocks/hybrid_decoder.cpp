@@ -134,6 +134,7 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
       }
     }
     layer_states.resize(batch.recurrent_state.size() / n_layer);
+    CERA_RETURN_IF_ERROR(check_state_checkpoints(batch, n_layer));
   }
   const Scratch& s = *scratch_;
   const TensorView x = s.x(n), h = s.h(n);
@@ -145,7 +146,7 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
       attention_forward(backend_, s, *l.attention, spec_.attention[il], layer_cache(batch, kv[il], false), h, h);
     } else {
       for (size_t j = 0; j < layer_states.size(); ++j) layer_states[j] = batch.recurrent_state[j * layers_.size() + il];
-      short_conv_forward(backend_, *conv_scratch_, *l.conv, runs, layer_states, h, h);
+      short_conv_forward(backend_, *conv_scratch_, *l.conv, runs, layer_states, batch.state_checkpoints, il, h, h);
     }
     backend_.add_scaled(x, x, h, 1.0f);
     backend_.rms_norm(h, x, l.ffn_norm, hp.rms_eps);

@@ -56,15 +56,38 @@ Result<std::vector<SequenceRun>> sequence_runs(const ForwardBatch& batch) {
   return runs;
 }
 
+Status check_state_checkpoints(const ForwardBatch& batch, size_t n_layer) {
+  int64_t last = -1;
+  for (const StateCheckpoint& c : batch.state_checkpoints) {
+    if (c.token <= last || static_cast<size_t>(c.token) >= batch.tokens.size() || c.state.size() != n_layer) {
+      return invalid_argument("batch: state checkpoint at token " + std::to_string(c.token) +
+                              " out of order, out of range, or without a view per layer");
+    }
+    last = c.token;
+  }
+  return {};
+}
+
 void short_conv_forward(ops::Backend& backend, const ShortConvScratch& scratch, const ShortConvWeights& w,
                         std::span<const SequenceRun> runs, std::span<const TensorView> states,
-                        const TensorView& in, const TensorView& out) {
+                        std::span<const StateCheckpoint> checkpoints, size_t il, const TensorView& in,
+                        const TensorView& out) {
   const int64_t n = in.rows();
   const TensorView bcx = scratch.bcx(n), y = scratch.y(n);
   backend.matmul(bcx, w.in_proj, in);
+  size_t next = 0;  // checkpoints and runs are both in token order
   for (const SequenceRun& r : runs) {
-    backend.short_conv(y.slice_rows(r.first, r.count), bcx.slice_rows(r.first, r.count), w.conv,
-                       states[static_cast<size_t>(r.seq)]);
+    const TensorView& state = states[static_cast<size_t>(r.seq)];
+    int64_t pos = r.first;
+    const int64_t end = r.first + r.count;
+    while (pos < end) {
+      while (next < checkpoints.size() && checkpoints[next].token < pos) ++next;
+      const bool split = next < checkpoints.size() && checkpoints[next].token < end;
+      const int64_t stop = split ? checkpoints[next].token + 1 : end;
+      backend.short_conv(y.slice_rows(pos, stop - pos), bcx.slice_rows(pos, stop - pos), w.conv, state);
+      if (split) backend.copy(checkpoints[next++].state[il], state);  // the state right after token stop - 1
+      pos = stop;
+    }
   }
   backend.matmul(out, w.out_proj, y);
 }

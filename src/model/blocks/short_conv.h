@@ -44,9 +44,15 @@ Result<std::vector<SequenceRun>> sequence_runs(const ForwardBatch& batch);
 
 // out[n_embd, n_tokens] = mixer(in); out may alias in. `states` holds each sequence's state of
 // this layer ([L_cache-1, n_embd] F32), indexed by SequenceRun::seq; each run is one short_conv
-// call (all of a sequence's prompt tokens in one call).
+// call (all of a sequence's prompt tokens in one call), split after each checkpoint's token
+// (ascending; ForwardBatch::state_checkpoints) so that the state there can be copied to the
+// checkpoint's view of layer `il`. The split changes no result: the carried state is exactly
+// what the uninterrupted call would hold at that token.
 void short_conv_forward(ops::Backend& backend, const ShortConvScratch& scratch, const ShortConvWeights& w,
                         std::span<const SequenceRun> runs, std::span<const TensorView> states,
-                        const TensorView& in, const TensorView& out);
+                        std::span<const StateCheckpoint> checkpoints, size_t il, const TensorView& in,
+                        const TensorView& out);
+// The checkpoints are in range and ascending, each names a state view per layer.
+Status check_state_checkpoints(const ForwardBatch& batch, size_t n_layer);
 
 }  // namespace cera::model

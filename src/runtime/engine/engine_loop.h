@@ -56,7 +56,7 @@ struct EngineLoopOptions {
   DecodePipeline pipeline = DecodePipeline::kAuto;  // see the header comment
   // Share full KV blocks between requests with the same prefix (header comment). For models with
   // sliding-window layers it stores those layers paged, at full length (KvCacheConfig).
-  bool prefix_cache = false;
+  bool prefix_cache = true;
 };
 
 enum class ShutdownMode : uint8_t {

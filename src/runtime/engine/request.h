@@ -81,6 +81,9 @@ struct RequestParams {
   bool logprobs = false;     // RequestResult::logprobs and on_logprobs, one entry per generated token
   int32_t top_logprobs = 0;  // alternatives per token, 0..kMaxTopLogprobs; > 0 needs logprobs
   RequestLogprobsSink on_logprobs;
+  // Extra key of the prefix cache: requests share cached blocks only under the same value (a
+  // LoRA adapter, a per-user salt so that timing cannot reveal another user's prompt).
+  uint64_t cache_salt = 0;
 };
 
 struct RequestResult {
@@ -90,6 +93,7 @@ struct RequestResult {
   std::string text;             // everything handed to on_text
   int32_t n_prompt = 0;
   int32_t n_preemptions = 0;    // times its KV was freed and recomputed
+  int32_t n_cached_tokens = 0;  // prompt tokens its first admission took from the prefix cache
   std::vector<TokenLogprobs> logprobs;  // [tokens.size()] with RequestParams::logprobs, else empty
 };
 

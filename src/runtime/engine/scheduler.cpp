@@ -3,6 +3,8 @@
 // running request is preempted (possibly the one being planned, which then waits); (2) only if
 // nothing was preempted, waiting requests are admitted strictly FCFS while the whole of their
 // known tokens fits the free blocks (a head that does not fit blocks the queue: no overtaking).
+// A cached prefix needs no new blocks but takes its unreferenced blocks out of the available
+// ones; the request starts computing after it.
 #include "runtime/engine/scheduler.h"
 
 #include <algorithm>
@@ -12,7 +14,8 @@
 
 namespace cera::runtime {
 
-Scheduler::Scheduler(const SchedulerConfig& config) : config_(config), n_free_(config.n_blocks) {
+Scheduler::Scheduler(const SchedulerConfig& config, KvPoolView* pool)
+    : config_(config), pool_(pool), n_free_(config.n_blocks) {
   CERA_CHECK(config.max_batch_tokens > 0 && config.max_running > 0 && config.max_waiting > 0 && config.block_size > 0 &&
              config.n_blocks > 0 && config.n_ctx > 0);
   CERA_CHECK(int64_t{config.n_ctx} <= int64_t{config.n_blocks} * config.block_size);
@@ -37,10 +40,16 @@ Status Scheduler::add(RequestId id, int32_t n_prompt) {
   return {};
 }
 
-void Scheduler::preempt_youngest(StepPlan& plan) {
+void Scheduler::preempt_youngest(StepPlan& plan, int32_t& avail) {
   Entry e = running_.back();
   running_.pop_back();
-  n_free_ += e.n_blocks;
+  if (pool_ != nullptr) {
+    const int32_t before = pool_->n_available_blocks();
+    pool_->release(e.id);  // shared blocks stay with their other holders
+    avail += pool_->n_available_blocks() - before;
+  } else {
+    avail += e.n_blocks;
+  }
   e.n_blocks = 0;
   e.n_computed = 0;  // recomputed from its prompt + output so far
   e.state = RequestState::kPreempted;
@@ -51,6 +60,7 @@ void Scheduler::preempt_youngest(StepPlan& plan) {
 
 StepPlan Scheduler::schedule() {
   StepPlan plan;
+  int32_t avail = pool_ != nullptr ? pool_->n_available_blocks() : n_free_;
   int32_t budget = config_.max_batch_tokens;
   const int32_t bs = config_.block_size;
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
@@ -59,13 +69,13 @@ StepPlan Scheduler::schedule() {
     int32_t n = std::min(e.n_tokens - e.n_computed, budget);
     bool preempted_self = false;
     for (;;) {
-      const int32_t fit = (e.n_blocks + n_free_) * bs - e.n_computed;  // tokens the free blocks take
+      const int32_t fit = (e.n_blocks + avail) * bs - e.n_computed;  // tokens the free blocks take
       if (fit >= 1) {
         n = std::min(n, fit);
         break;
       }
       const bool self = i + 1 == running_.size();
-      preempt_youngest(plan);
+      preempt_youngest(plan, avail);
       if (self) {
         preempted_self = true;
         break;
@@ -73,7 +83,7 @@ StepPlan Scheduler::schedule() {
     }
     if (preempted_self) break;  // it was the last running request
     const int32_t blocks = blocks_for(e.n_computed + n, bs) - e.n_blocks;
-    n_free_ -= blocks;
+    avail -= blocks;
     e.n_blocks += blocks;
     plan.chunks.push_back({.id = e.id, .first = e.n_computed, .n = n, .output = e.n_computed + n == e.n_tokens});
     e.n_computed += n;
@@ -82,18 +92,27 @@ StepPlan Scheduler::schedule() {
   // Admission stops at the first preemption of the step: the pool is short already.
   while (plan.preempted.empty() && budget > 0 && !waiting_.empty() && n_running() < config_.max_running) {
     Entry& head = waiting_.front();
-    if (blocks_for(head.n_tokens, bs) > n_free_) break;
-    const int32_t n = std::min(head.n_tokens, budget);
+    const KvPoolView::Prefix prefix = pool_ != nullptr ? pool_->cached_prefix(head.id) : KvPoolView::Prefix{};
+    CERA_CHECK(prefix.n_tokens < head.n_tokens && prefix.n_tokens == prefix.n_blocks * bs);
+    if (blocks_for(head.n_tokens, bs) - prefix.n_blocks + prefix.n_unreferenced > avail) break;
     Entry e = head;
     waiting_.pop_front();
-    e.n_blocks = blocks_for(n, bs);
-    n_free_ -= e.n_blocks;
+    if (pool_ != nullptr) {
+      const int32_t before = pool_->n_available_blocks();
+      CERA_CHECK(pool_->open(e.id) == prefix.n_tokens);
+      avail += pool_->n_available_blocks() - before;  // -n_unreferenced
+    }
+    const int32_t n = std::min(e.n_tokens - prefix.n_tokens, budget);
+    e.n_blocks = blocks_for(prefix.n_tokens + n, bs);
+    avail -= e.n_blocks - prefix.n_blocks;
     e.state = RequestState::kRunning;
-    plan.chunks.push_back({.id = e.id, .first = 0, .n = n, .output = n == e.n_tokens, .admitted = true});
-    e.n_computed = n;
+    plan.chunks.push_back({.id = e.id, .first = prefix.n_tokens, .n = n, .output = prefix.n_tokens + n == e.n_tokens,
+                           .admitted = true});
+    e.n_computed = prefix.n_tokens + n;
     budget -= n;
     running_.push_back(e);
   }
+  n_free_ = avail;
   return plan;
 }
 
@@ -106,7 +125,7 @@ void Scheduler::append_token(RequestId id) {
 bool Scheduler::remove(RequestId id) {
   auto r = std::find_if(running_.begin(), running_.end(), [id](const Entry& e) { return e.id == id; });
   if (r != running_.end()) {
-    n_free_ += r->n_blocks;
+    if (pool_ == nullptr) n_free_ += r->n_blocks;  // with a pool view the next schedule() asks it
     running_.erase(r);
     return true;
   }
@@ -151,7 +170,8 @@ Status Scheduler::check_integrity() const {
       return Status(ErrorCode::kInternal, "scheduler: waiting request " + std::to_string(e.id) + " holds KV");
     }
   }
-  if (held + n_free_ != config_.n_blocks || n_free_ < 0) {
+  const bool counts_agree = pool_ != nullptr ? n_free_ <= config_.n_blocks : held + n_free_ == config_.n_blocks;
+  if (!counts_agree || n_free_ < 0) {
     return Status(ErrorCode::kInternal, "scheduler: " + std::to_string(held) + " blocks held + " +
                                             std::to_string(n_free_) + " free != " + std::to_string(config_.n_blocks));
   }

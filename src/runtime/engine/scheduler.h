@@ -1,9 +1,14 @@
 // The step planner (SERVING.md's "one idea"): every request has n_computed (tokens whose K/V are
 // in the cache) and n_tokens (prompt + output so far); each step hands out a token budget so that
 // n_computed catches up with n_tokens, oldest running request first, then admits waiting ones
-// FCFS. The non-obvious decision: the scheduler keeps its own model of the KV pool (blocks held
-// per request, ceil(n_computed / block_size), no sharing yet), so it plans without a model or a
-// cache and the engine loop checks that the real KvCache agrees after every step.
+// FCFS. The non-obvious decision: with blocks shared between requests (the prefix cache) the
+// pool cannot be modelled from per-request counts, so the scheduler asks the pool itself
+// (KvPoolView): how many blocks are available at the start of a step, how long a waiting
+// request's cached prefix is; and it makes the pool act at once where the count depends on the
+// act (admission takes the prefix's references, preemption frees the request's sequence). Only
+// the step's appends are planned ahead, and the engine loop checks after them that the cache
+// has exactly the blocks the scheduler left free. Without a pool view it models a pool without
+// sharing itself (blocks held = ceil(n_computed / block_size)), for tests and tools.
 // Not thread-safe: the engine loop calls it under its mutex.
 #pragma once
 
@@ -26,13 +31,36 @@ struct SchedulerConfig {
   int32_t n_ctx = 0;               // most tokens one request may hold (prompt + output)
 };
 
+// The KV pool as the scheduler sees it when blocks may be shared. Called only from schedule(),
+// on its thread; ids are the scheduler's running or waiting requests.
+class KvPoolView {
+ public:
+  struct Prefix {
+    int32_t n_tokens = 0;        // cached tokens the request would start with (whole blocks, < its tokens)
+    int32_t n_blocks = 0;        // blocks holding them
+    int32_t n_unreferenced = 0;  // of those, blocks no request holds (available until taken)
+  };
+  virtual ~KvPoolView() = default;
+  // Blocks appends can take now (free, or cached and unreferenced).
+  virtual int32_t n_available_blocks() const = 0;
+  // The longest cached prefix of a waiting request's tokens. Changes nothing.
+  virtual Prefix cached_prefix(RequestId id) const = 0;
+  // Admits the request: opens its KV sequence on that prefix (taking its references). Returns
+  // the tokens it starts with (the cached_prefix just asked).
+  virtual int32_t open(RequestId id) = 0;
+  // Preempts a running request: its KV sequence is freed now (cached blocks stay cached).
+  virtual void release(RequestId id) = 0;
+};
+
 // One request's share of a step: tokens [first, first + n) of its token list are computed.
 struct ScheduledChunk {
   RequestId id = 0;
   int32_t first = 0;  // == n_computed before the step (the position of the first token)
   int32_t n = 0;
   bool output = false;  // the chunk reaches n_tokens: its last row's logits give the next token
-  bool admitted = false;  // first chunk since (re)admission: the engine opens a KV sequence
+  // First chunk since (re)admission. With a pool view the sequence is open already (its first
+  // `first` tokens from the prefix cache); without one the engine opens it (first == 0).
+  bool admitted = false;
 };
 
 struct StepPlan {
@@ -50,8 +78,9 @@ struct StepPlan {
 class Scheduler {
  public:
   // Precondition (checked): every field > 0 and n_ctx <= n_blocks * block_size, so that a
-  // request alone always fits the pool (else a preempted one could wait forever).
-  explicit Scheduler(const SchedulerConfig& config);
+  // request alone always fits the pool (else a preempted one could wait forever). `pool`: see
+  // the header comment; it must outlive the scheduler; nullptr: the scheduler's own model.
+  explicit Scheduler(const SchedulerConfig& config, KvPoolView* pool = nullptr);
 
   // Queues a request with n_prompt tokens (> 0). Errors, naming the limit: the waiting queue is
   // full, or the prompt can never run (longer than n_ctx, or more blocks than the whole pool).
@@ -65,6 +94,8 @@ class Scheduler {
   // Returns false when the id is unknown.
   bool remove(RequestId id);
 
+  // Blocks left free by the last schedule() (with a pool view: as the pool will have them once
+  // the step's appends are done; finishes since then are not counted).
   int32_t n_free_blocks() const { return n_free_; }
   int32_t n_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t n_waiting() const { return static_cast<int32_t>(waiting_.size()); }
@@ -79,7 +110,8 @@ class Scheduler {
   };
   Counts counts(RequestId id) const;
   // The pool model is consistent: blocks held == ceil(n_computed / block_size) for every running
-  // request, waiting ones hold none, held + free == n_blocks. For tests and the engine's checks.
+  // request, waiting ones hold none, and without a pool view held + free == n_blocks (with one,
+  // shared blocks count once per holder: free <= n_blocks). For tests and the engine's checks.
   Status check_integrity() const;
 
   static int32_t blocks_for(int32_t n_tokens, int32_t block_size) { return (n_tokens + block_size - 1) / block_size; }
@@ -92,10 +124,12 @@ class Scheduler {
     int32_t n_blocks = 0;
     RequestState state = RequestState::kWaiting;
   };
-  void preempt_youngest(StepPlan& plan);
+  // Frees the youngest running request's blocks into `avail`.
+  void preempt_youngest(StepPlan& plan, int32_t& avail);
   const Entry* find(RequestId id) const;
 
   SchedulerConfig config_;
+  KvPoolView* pool_ = nullptr;
   int32_t n_free_ = 0;
   std::vector<Entry> running_;  // admission order: the youngest is at the back
   std::deque<Entry> waiting_;   // FCFS; preempted requests go back to the front
