@@ -3,8 +3,11 @@
 // p90 tokens/s, with the share of memory bandwidth generation reaches: the bytes of weights one
 // token reads (for a mixture of experts only the chosen experts' share of each expert stack) per
 // second, against the measured host bandwidth or --roofline-gbs (a device's, e.g. 4300 for the
-// H200 of PERFORMANCE.md). With --concurrency N the serving bench runs instead
-// (bench_concurrency.h): N requests at once through the engine loop.
+// H200 of PERFORMANCE.md). Generation runs as every front end generates: one request through
+// the engine loop (a batch of one, pipelined on a device unless --no-pipeline); tg is timed from
+// its first token to its last (n_gen forward passes), so the prompt that starts it is not
+// counted. Prompt processing evaluates the prompt through a Session (no token is generated).
+// With --concurrency N the serving bench runs instead (bench_concurrency.h): N requests at once.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include "membw.h"
 #include "model_options.h"
 #include "output.h"
+#include "runtime/engine/engine_loop.h"
 
 namespace cera::cli {
 namespace {
@@ -88,9 +92,19 @@ void bench(const BenchOptions& o) {
       "bench", *engine,
       {.n_ctx = ctx,
        .n_batch = o.model.batch,
-       .context_shift = false,
-       .pipeline = o.pipeline ? runtime::DecodePipeline::kAuto : runtime::DecodePipeline::kOff},
+       .context_shift = false},
       "-d, -p or -n");
+  // The generation's loop, beside the prompt's session: they take turns, never both at once.
+  auto loop = runtime::EngineLoop::create(
+      engine->model(), engine->tokenizer(),
+      {.n_ctx = ctx,
+       .max_batch_tokens = o.model.batch,
+       .max_running = 1,
+       .max_waiting = 1,
+       .kv_tokens = ctx,
+       .kv_type = engine->kv_type(),
+       .pipeline = o.pipeline ? runtime::DecodePipeline::kAuto : runtime::DecodePipeline::kOff});
+  if (!loop.ok()) fail("bench", loop.status());
   const format::GgufFile& f = engine->file();
   uint64_t params = 0;
   for (const auto& t : f.tensors()) params += t.n_elements();
@@ -122,17 +136,28 @@ void bench(const BenchOptions& o) {
       if (r > 0) pp.push_back(o.n_prompt / s);
     }
     if (o.n_gen > 0) {
-      session->reset();
-      check(session->append_tokens(random_tokens(std::max(o.depth, 1))));
-      // Greedy generation as `cera run --temp 0` does it: n_gen forward passes, each token picked
-      // on the backend (a device reads back its id, not the logits).
-      const runtime::GenerateOptions greedy{.max_tokens = o.n_gen + 1,
-                                            .sampling = {.temperature = 0.0f},
-                                            .stop_at_end_of_generation = false};
-      const auto t0 = Clock::now();
-      auto generated = session->generate(greedy, nullptr);
-      if (!generated.ok()) fail("bench", generated.status());
-      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      // Greedy generation as `cera run --temp 0` does it: each token picked on the backend (a
+      // device reads back its id, not the logits). n_gen + 1 tokens: the first comes from the
+      // prompt's forward, the n_gen after it from one decode step each.
+      runtime::RequestParams req{.prompt = random_tokens(std::max(o.depth, 1)),
+                                 .sampling = {.temperature = 0.0f},
+                                 .max_tokens = o.n_gen + 1,
+                                 .stop_at_end_of_generation = false};
+      Clock::time_point first, last;
+      int32_t n_seen = 0;
+      req.on_token = [&](int32_t) {  // on the loop's thread; read after wait()
+        last = Clock::now();
+        if (n_seen++ == 0) first = last;
+      };
+      auto handle = (*loop)->submit(std::move(req));
+      if (!handle.ok()) fail("bench", handle.status());
+      const runtime::RequestResult& result = handle->wait();
+      check(result.status);
+      if (n_seen != o.n_gen + 1) {
+        fail("bench", Status(ErrorCode::kInternal, fmt::format("generation ended after {} of {} tokens ({})", n_seen,
+                                                               o.n_gen + 1, runtime::finish_reason_name(result.reason))));
+      }
+      const double s = std::chrono::duration<double>(last - first).count();
       if (r > 0) tg.push_back(o.n_gen / s);
     }
   }
