@@ -10,6 +10,7 @@
 #include "runtime/engine/engine_loop.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <string>
@@ -31,6 +32,8 @@ struct EngineLoop::Live {
   RequestResult result;
   SeqId seq = -1;  // its KV sequence while running
   bool admitted_before = false;  // n_cached_tokens counts the first admission only
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point first_token;  // set with the first generated token
 };
 
 // Called from Scheduler::schedule(), i.e. on the loop's thread with mu_ held: it may read live_
@@ -132,6 +135,9 @@ Result<RequestHandle> EngineLoop::submit(RequestParams params) {
                             std::to_string(max_top));
   }
   if (params.top_logprobs > 0 && !params.logprobs) return invalid_argument("top_logprobs needs logprobs");
+  if (params.context_shift.n_keep < 0) {
+    return invalid_argument("context_shift.n_keep is " + std::to_string(params.context_shift.n_keep) + ": it must be >= 0");
+  }
   const auto n_prompt = static_cast<int32_t>(params.prompt.size());
   auto live = std::make_unique<Live>(std::move(params), tokenizer_);
   live->result.n_prompt = n_prompt;
@@ -141,6 +147,7 @@ Result<RequestHandle> EngineLoop::submit(RequestParams params) {
   shared->id = next_id_;
   if (live->params.max_tokens == 0) {  // nothing to generate: done without running
     ++next_id_;
+    live->result.context = live->params.prompt;
     std::lock_guard done(shared->mu);
     shared->result = std::move(live->result);
     shared->done = true;
@@ -470,6 +477,7 @@ void EngineLoop::take_token(Live& l, SampledToken& sampled, bool counted) {
   }
   l.tokens.push_back(token);
   l.result.tokens.push_back(token);
+  if (l.result.tokens.size() == 1) l.first_token = std::chrono::steady_clock::now();
   if (l.params.on_token) l.params.on_token(token);
   if (sampled.logprobs) {
     if (l.params.on_logprobs) l.params.on_logprobs(*sampled.logprobs);
@@ -493,13 +501,30 @@ void EngineLoop::take_token(Live& l, SampledToken& sampled, bool counted) {
     finish(l, FinishReason::kMaxTokens);
     return;
   }
-  if (static_cast<int32_t>(l.tokens.size()) > n_ctx_) {  // the token cannot be computed
+  if (static_cast<int32_t>(l.tokens.size()) > n_ctx_ && !shift_context(l)) {  // the token cannot be computed
     finish(l, FinishReason::kContextFull);
     return;
   }
   if (counted) return;
   std::lock_guard lock(mu_);
   scheduler_.append_token(l.shared->id);
+}
+
+bool EngineLoop::shift_context(Live& l) {
+  const ContextShift& cs = l.params.context_shift;
+  if (!cs.enabled || l.seq < 0) return false;
+  // Session's rule (and llama.cpp's): keep the first n_keep, drop half of the rest.
+  const int32_t len = cache_.length(l.seq);
+  const int32_t keep = std::min(cs.n_keep, len - 1);
+  const int32_t discard = std::max(1, (len - keep) / 2);
+  if (!cache_.can_shift(l.seq, keep, discard)) return false;
+  cache_.shift(l.seq, keep, discard);
+  l.tokens.erase(l.tokens.begin() + keep, l.tokens.begin() + keep + discard);
+  ++l.result.n_context_shifts;
+  std::lock_guard lock(mu_);
+  scheduler_.shift(l.shared->id, discard);
+  ++stats_.n_context_shifts;
+  return true;
 }
 
 void EngineLoop::finish(Live& l, FinishReason reason, Status status) {
@@ -522,6 +547,12 @@ void EngineLoop::finish(Live& l, FinishReason reason, Status status) {
   }
   l.result.reason = reason;
   l.result.status = std::move(status);
+  const auto now = std::chrono::steady_clock::now();
+  if (!l.result.tokens.empty()) {
+    l.result.seconds_to_first_token = std::chrono::duration<double>(l.first_token - l.submitted).count();
+    l.result.seconds_generating = std::chrono::duration<double>(now - l.first_token).count();
+  }
+  l.result.context = std::move(l.tokens);
   const std::shared_ptr<detail::RequestShared> shared = l.shared;
   std::unique_ptr<Live> owned;  // keeps `l` alive until its result is published
   {

@@ -5,7 +5,7 @@
 // mutex guards just the Scheduler and the table of live requests, so a forward never holds it.
 // The logits stay on the device: BatchSampler runs one top_k for the step's output rows and
 // each request draws from its candidates (its whole row is read only when its chain needs it).
-// No context shift yet (a full context ends a request with kContextFull).
+// A full context ends a request with kContextFull, or shifts it in place (RequestParams::context_shift).
 // Overlap (EngineLoopOptions::pipeline): when every row of a step is a greedy decode that will
 // surely go on (no logprobs, bias or penalties; not at its max_tokens or context; nothing waiting
 // to be admitted), the next step is planned and queued before this step's tokens are read back,
@@ -75,6 +75,7 @@ struct EngineLoopStats {
   int64_t n_rows_read_back = 0;   // output rows whose whole [n_vocab] logits were read to the host
   int64_t n_steps_ahead = 0;      // steps queued before the previous step's tokens were read back
   int64_t n_rows_discarded = 0;   // rows of such steps whose request ended on the token before
+  int64_t n_context_shifts = 0;
   // Prefix cache (0 without it): admissions (first and after preemption) that looked it up, those
   // that started on cached blocks, the tokens looked up and the tokens taken from it.
   int64_t n_prefix_queries = 0;
@@ -147,6 +148,9 @@ class EngineLoop {
   // counts the token (plan_ahead), else it is told now.
   void take_token(Live& l, SampledToken& sampled, bool counted = false);
   void emit(Live& l, size_t n);  // hands the first n held bytes to the sink
+  // The request's context is full: a context shift when it asks for one and its cache allows
+  // (RequestParams::context_shift); false: it cannot go on.
+  bool shift_context(Live& l);
   // Ends a request: frees its KV sequence, removes it from the scheduler and the live table,
   // publishes the result. Not under mu_.
   void finish(Live& l, FinishReason reason, Status status = {});

@@ -66,6 +66,16 @@ using RequestLogprobsSink = std::function<void(const TokenLogprobs&)>;
 inline constexpr int32_t kMaxTopLogprobs = 20;     // OpenAI's limit
 inline constexpr float kMaxAbsLogitBias = 1e30f;  // so that logit + bias stays finite
 
+// What a request does when its tokens fill the context of one request (EngineLoop's n_ctx).
+struct ContextShift {
+  // false: the request ends with kContextFull. true: it goes on after a shift as Session does it
+  // (llama.cpp's rule): the first n_keep tokens stay, half of the rest is dropped, the K/V after
+  // it moves down in place and is re-rotated (KvCache::shift). A request whose kept blocks are
+  // shared with another one cannot move them and ends with kContextFull instead.
+  bool enabled = false;
+  int32_t n_keep = 0;  // >= 0; at most the context minus one is kept
+};
+
 struct RequestParams {
   std::vector<int32_t> prompt;  // [n_prompt] ids, BOS included when wanted; not empty
   SamplingParams sampling;      // its seed starts this request's own RNG stream
@@ -84,6 +94,7 @@ struct RequestParams {
   // Extra key of the prefix cache: requests share cached blocks only under the same value (a
   // LoRA adapter, a per-user salt so that timing cannot reveal another user's prompt).
   uint64_t cache_salt = 0;
+  ContextShift context_shift;
 };
 
 struct RequestResult {
@@ -95,6 +106,13 @@ struct RequestResult {
   int32_t n_preemptions = 0;    // times its KV was freed and recomputed
   int32_t n_cached_tokens = 0;  // prompt tokens its first admission took from the prefix cache
   std::vector<TokenLogprobs> logprobs;  // [tokens.size()] with RequestParams::logprobs, else empty
+  int32_t n_context_shifts = 0;
+  // Its tokens at the end: prompt + output minus what context shifts dropped (a conversation's
+  // history to continue from). A final end-of-generation token is not among them.
+  std::vector<int32_t> context;
+  // Seconds from submit to the first generated token (queueing and the prompt), and from it to the end.
+  double seconds_to_first_token = 0;
+  double seconds_generating = 0;
 };
 
 namespace detail {

@@ -122,6 +122,16 @@ void Scheduler::append_token(RequestId id) {
   ++it->n_tokens;
 }
 
+void Scheduler::shift(RequestId id, int32_t n_discard) {
+  auto it = std::find_if(running_.begin(), running_.end(), [id](const Entry& e) { return e.id == id; });
+  CERA_CHECK(it != running_.end() && it->n_computed == it->n_tokens && n_discard > 0 && n_discard < it->n_computed);
+  it->n_tokens -= n_discard;
+  it->n_computed -= n_discard;
+  const int32_t blocks = blocks_for(it->n_computed, config_.block_size);
+  if (pool_ == nullptr) n_free_ += it->n_blocks - blocks;  // with a pool view the next schedule() asks it
+  it->n_blocks = blocks;
+}
+
 bool Scheduler::remove(RequestId id) {
   auto r = std::find_if(running_.begin(), running_.end(), [id](const Entry& e) { return e.id == id; });
   if (r != running_.end()) {

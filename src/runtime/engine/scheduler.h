@@ -90,6 +90,9 @@ class Scheduler {
   StepPlan schedule();
   // A token was sampled for a running request whose n_computed caught up: n_tokens grows by one.
   void append_token(RequestId id);
+  // A context shift dropped n_discard of a running request's computed tokens (KvCache::shift, its
+  // n_computed == n_tokens): both counts shrink by it, and so do its blocks.
+  void shift(RequestId id, int32_t n_discard);
   // The request leaves (finished or cancelled), from whichever queue holds it; its blocks return.
   // Returns false when the id is unknown.
   bool remove(RequestId id);

@@ -258,6 +258,46 @@ TEST_F(EngineLoopTest, StreamedTextAndStopStringsMatchSession) {
   EXPECT_EQ(r.text, streamed);
 }
 
+// A request longer than its context shifts as Session shifts (the same KvCache::shift, the same
+// rule): the same tokens and text as Session's generation with n_keep, several shifts deep, alone
+// and beside other requests; its final context is the shifted history.
+TEST_F(EngineLoopTest, ContextShiftMatchesSession) {
+  const int32_t n_ctx = 64, n_keep = 5;
+  const std::vector<int32_t> prompt = tok().encode("Once upon a time", {.add_special = true});
+  auto session = engine_->new_session({.n_ctx = n_ctx, .n_keep = n_keep, .context_shift = true});
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->append_tokens(prompt).ok());
+  auto want = (*session)->generate({.max_tokens = 200, .sampling = {.temperature = 0.0f}, .stop_at_end_of_generation = false},
+                                   nullptr);
+  ASSERT_TRUE(want.ok());
+  ASSERT_GE((*session)->stats().n_context_shifts, 3);
+  auto loop = EngineLoop::create(model(), tok(), {.n_ctx = n_ctx, .max_batch_tokens = 16, .max_running = 4});
+  ASSERT_TRUE(loop.ok());
+  std::mt19937 rng(9);
+  std::vector<RequestHandle> others;
+  for (const RequestSpec& s : test::random_specs(rng, 3, 40, 60, tok())) others.push_back(*(*loop)->submit(test::params_of(s)));
+  RequestParams p{.prompt = prompt, .sampling = {.temperature = 0.0f}, .max_tokens = 200, .stop_at_end_of_generation = false};
+  p.context_shift = {.enabled = true, .n_keep = n_keep};
+  const RequestHandle h = *(*loop)->submit(std::move(p));
+  const RequestResult& got = h.wait();
+  ASSERT_TRUE(got.status.ok()) << got.status.to_string();
+  EXPECT_EQ(got.reason, FinishReason::kMaxTokens);
+  EXPECT_EQ(got.text, want->text);
+  EXPECT_EQ(got.n_context_shifts, (*session)->stats().n_context_shifts);
+  std::vector<int32_t> history = (*session)->tokens();
+  EXPECT_EQ(got.context.size(), history.size() + 1);  // Session evaluates its last token only if the talk goes on
+  history.push_back(got.tokens.back());
+  EXPECT_EQ(got.context, history);
+  for (const RequestHandle& o : others) EXPECT_TRUE(o.wait().status.ok());
+  // Without context_shift the same request ends when the context is full.
+  const RequestHandle full = *(*loop)->submit({.prompt = prompt, .sampling = {.temperature = 0.0f}, .max_tokens = 200,
+                                               .stop_at_end_of_generation = false});
+  EXPECT_EQ(full.wait().reason, FinishReason::kContextFull);
+  EXPECT_EQ(static_cast<int32_t>(full.wait().context.size()), n_ctx + 1);  // the last token, not computed, too
+  (*loop)->shutdown(ShutdownMode::kDrain);
+  EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok()) << (*loop)->check_pool_after_shutdown().to_string();
+}
+
 TEST_F(EngineLoopTest, SubmitErrorsNameTheProblem) {
   auto loop = EngineLoop::create(model(), tok(), {.n_ctx = 64, .max_running = 1, .max_waiting = 2});
   ASSERT_TRUE(loop.ok());
