@@ -4,6 +4,8 @@
 // forward ends before its first row is handed out): the row's text decoding and bookkeeping, and
 // its sampling where the loop samples row by row (since BatchSampler the loop samples every row
 // before handing any out, so that cost sits in the step instead). The bench prints that split.
+// The prefix cache's share is counted by the loop (EngineLoopStats): tokens taken from the cache
+// over tokens looked up at admission (vLLM's prefix-cache hit rate), per run.
 #include "bench_concurrency.h"
 
 #include <fmt/format.h>
@@ -49,6 +51,10 @@ struct RunResult {
   double prompt_tps = 0;  // prompt tokens / (first submit -> the last request's first token)
   double ttft_p50 = 0, ttft_p99 = 0, itl_p50 = 0, itl_p99 = 0, e2e_p50 = 0, e2e_p99 = 0;  // ms
   int64_t preemptions = 0, steps = 0, forward_tokens = 0;
+  // Prefix cache: prompt tokens taken from it, tokens looked up (admissions, re-admissions after
+  // preemption too), admissions that hit and admissions.
+  int64_t cached_tokens = 0, query_tokens = 0, hits = 0, queries = 0;
+  double hit_rate() const { return query_tokens > 0 ? 100.0 * static_cast<double>(cached_tokens) / query_tokens : 0.0; }
   // Steps in which every request had one row (the decode steady state).
   int64_t full_steps = 0;
   double step_ms = 0;     // median time from a full step's first row to the next full step's first row
@@ -92,8 +98,9 @@ void profile_steps(const std::vector<TokenEvent>& events, int32_t n, RunResult& 
   r.row_gap_ms = percentile(gaps, 0.5);
 }
 
-// Fresh random prompts each run (the shared prefix too), so that a future prefix cache cannot
-// reuse one run's blocks in the next; ids from the fixed-seed generator the caller owns.
+// Fresh random prompts each run (the shared prefix too), so that the prefix cache cannot reuse
+// one run's blocks in the next: a run's hits are its own requests sharing its prefix. Ids from
+// the fixed-seed generator the caller owns.
 RunResult run_once(runtime::EngineLoop& loop, std::mt19937& rng, const Workload& w) {
   auto random_ids = [&](int32_t n, std::vector<int32_t>& out) {
     for (int32_t i = 0; i < n; ++i) out.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(w.n_vocab)));
@@ -161,15 +168,19 @@ RunResult run_once(runtime::EngineLoop& loop, std::mt19937& rng, const Workload&
   r.preemptions = after.n_preemptions - before.n_preemptions;
   r.steps = after.n_steps - before.n_steps;
   r.forward_tokens = after.n_forward_tokens - before.n_forward_tokens;
+  r.cached_tokens = after.n_prompt_tokens_cached - before.n_prompt_tokens_cached;
+  r.query_tokens = after.n_prefix_query_tokens - before.n_prefix_query_tokens;
+  r.hits = after.n_prefix_hits - before.n_prefix_hits;
+  r.queries = after.n_prefix_queries - before.n_prefix_queries;
   profile_steps(events, w.n_requests, r);
   return r;
 }
 
 void print_row(const std::string& label, int32_t n_requests, const RunResult& r) {
   stdout_print("| {:<6} | {:>8} | {:>9} | {:>10.2f} | {:>10.2f} | {:>8.1f} | {:>8.1f} | {:>7.2f} | {:>7.2f} | {:>8.1f} | "
-               "{:>8.1f} | {:>7} | {:>5} |\n",
+               "{:>8.1f} | {:>7} | {:>5} | {:>6} | {:>5.1f} |\n",
                label, n_requests, r.n_generated, r.output_tps, r.prompt_tps, r.ttft_p50, r.ttft_p99, r.itl_p50,
-               r.itl_p99, r.e2e_p50, r.e2e_p99, r.preemptions, r.steps);
+               r.itl_p99, r.e2e_p50, r.e2e_p99, r.preemptions, r.steps, r.cached_tokens, r.hit_rate());
   fail_if_stdout_failed();
 }
 
@@ -193,6 +204,10 @@ RunResult median_of(const std::vector<RunResult>& runs) {
   m.preemptions = static_cast<int64_t>(med(&RunResult::preemptions));
   m.steps = static_cast<int64_t>(med(&RunResult::steps));
   m.forward_tokens = static_cast<int64_t>(med(&RunResult::forward_tokens));
+  m.cached_tokens = static_cast<int64_t>(med(&RunResult::cached_tokens));
+  m.query_tokens = static_cast<int64_t>(med(&RunResult::query_tokens));
+  m.hits = static_cast<int64_t>(med(&RunResult::hits));
+  m.queries = static_cast<int64_t>(med(&RunResult::queries));
   m.full_steps = static_cast<int64_t>(med(&RunResult::full_steps));
   m.step_ms = med(&RunResult::step_ms);
   m.row_gap_ms = med(&RunResult::row_gap_ms);
@@ -286,11 +301,12 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
                    .n_vocab = std::min(engine->model().hparams().n_vocab, engine->tokenizer().n_vocab())};
   std::mt19937 rng(42);
   run_once(**loop, rng, w);  // warm-up (page faults, caches, thread pool), discarded as in the single bench
-  stdout_print("\n| {:<6} | {:>8} | {:>9} | {:>10} | {:>10} | {:>8} | {:>8} | {:>7} | {:>7} | {:>8} | {:>8} | {:>7} | {:>5} |\n",
+  stdout_print("\n| {:<6} | {:>8} | {:>9} | {:>10} | {:>10} | {:>8} | {:>8} | {:>7} | {:>7} | {:>8} | {:>8} | {:>7} | {:>5} "
+               "| {:>6} | {:>5} |\n",
                "run", "requests", "generated", "output t/s", "prompt t/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99",
-               "E2E p50", "E2E p99", "preempt", "steps");
-  stdout_print("|{:-<8}|{:->10}|{:->11}|{:->12}|{:->12}|{:->10}|{:->10}|{:->9}|{:->9}|{:->10}|{:->10}|{:->9}|{:->7}|\n", "",
-               "", "", "", "", "", "", "", "", "", "", "", "");
+               "E2E p50", "E2E p99", "preempt", "steps", "cached", "hit %");
+  stdout_print("|{:-<8}|{:->10}|{:->11}|{:->12}|{:->12}|{:->10}|{:->10}|{:->9}|{:->9}|{:->10}|{:->10}|{:->9}|{:->7}|{:->8}|{:->7}|\n",
+               "", "", "", "", "", "", "", "", "", "", "", "", "", "", "");
   std::vector<RunResult> runs;
   for (int32_t r = 0; r < o.reps; ++r) {
     runs.push_back(run_once(**loop, rng, w));
@@ -304,14 +320,19 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
   const int64_t no_reuse = int64_t{o.concurrency} * (o.n_prompt + o.n_gen - 1);
   stdout_print("\nmeasured runs: {}, after one warm-up; times in ms from each request's submit, taken when the loop hands out a "
                "token. output t/s = generated tokens / (first submit -> last token); prompt t/s = prompt tokens / "
-               "(first submit -> the last request's first token); ITL over every gap between a request's tokens.\n",
+               "(first submit -> the last request's first token); ITL over every gap between a request's tokens. "
+               "cached = prompt tokens taken from the prefix cache; hit % = cached / prompt tokens looked up at "
+               "admission (re-admissions after preemption included).\n",
                o.reps);
-  stdout_print("prefix cache: none yet, hit rate 0 % ({} tokens computed a run, median; {} x ({} + {} - 1) = {} "
-               "without any reuse{})\n",
-               m.forward_tokens, o.concurrency, o.n_prompt, o.n_gen, no_reuse,
-               o.shared_prefix > 0 ? fmt::format("; the {} shared prompt tokens are computed by every request",
-                                                 o.shared_prefix)
-                                   : std::string());
+  stdout_print("prefix cache: hit rate {:.1f} % ({} of {} tokens looked up, {} of {} admissions hit, median a run); "
+               "{} tokens computed a run, {} x ({} + {} - 1) = {} without any reuse{}\n",
+               m.hit_rate(), m.cached_tokens, m.query_tokens, m.hits, m.queries, m.forward_tokens, o.concurrency,
+               o.n_prompt, o.n_gen, no_reuse,
+               o.shared_prefix > 0
+                   ? fmt::format("; the {} shared prompt tokens fill {} whole blocks of {}: a request admitted "
+                                 "after a forward computed them takes those from the cache",
+                                 o.shared_prefix, o.shared_prefix / kBlockSize, kBlockSize)
+                   : std::string());
   if (m.full_steps > 0) {
     stdout_print("steps in which all {} requests had a row: {} a run, median {:.2f} ms each", o.concurrency, m.full_steps,
                  m.step_ms);

@@ -34,8 +34,8 @@ std::vector<std::vector<std::string>> table_rows(const std::string& out, bool wi
 }
 
 // Columns: run, requests, generated, output t/s, prompt t/s, TTFT p50/p99, ITL p50/p99, E2E p50/p99,
-// preemptions, steps.
-constexpr size_t kRequests = 1, kGenerated = 2, kPreempt = 11, kColumns = 13;
+// preemptions, steps, cached, hit %.
+constexpr size_t kRequests = 1, kGenerated = 2, kPreempt = 11, kCached = 13, kHitRate = 14, kColumns = 15;
 
 void expect_refused(const CliResult& r, const std::vector<std::string>& needles, const std::string& what) {
   EXPECT_NE(r.exit_code, 0) << what << ": " << r.err;
@@ -54,9 +54,12 @@ TEST(CliBenchConcurrency, FourRequestsOfEightTokensCountThirtyTwoGeneratedTokens
   EXPECT_EQ(rows[0][kRequests], "4");
   EXPECT_EQ(rows[0][kGenerated], "32");
   EXPECT_EQ(rows[0][kPreempt], "0") << "the default pool holds every request";
-  // No prefix cache yet: said so, and every request's prompt and decode tokens are computed.
-  EXPECT_NE(r.out.find("prefix cache: none yet, hit rate 0 % (92 tokens computed a run"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("4 x (16 + 8 - 1) = 92 without any reuse"), std::string::npos) << r.out;
+  // Random prompts share nothing: no hit, and every request's prompt and decode tokens are computed.
+  EXPECT_EQ(rows[0][kCached], "0");
+  EXPECT_EQ(rows[0][kHitRate], "0.0");
+  EXPECT_NE(r.out.find("prefix cache: hit rate 0.0 % (0 of 64 tokens looked up, 0 of 4 admissions hit"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("92 tokens computed a run, 4 x (16 + 8 - 1) = 92 without any reuse"), std::string::npos) << r.out;
 }
 
 TEST(CliBenchConcurrency, EveryRunAndTheMedianCountTheTokensWithASharedPrefixAndPreemption) {
@@ -73,8 +76,26 @@ TEST(CliBenchConcurrency, EveryRunAndTheMedianCountTheTokensWithASharedPrefixAnd
     EXPECT_EQ(row[kRequests], "4") << r.out;
     EXPECT_EQ(row[kGenerated], "32") << r.out;
   }
-  EXPECT_NE(r.out.find("the 8 shared prompt tokens are computed by every request"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the 8 shared prompt tokens fill 0 whole blocks of 16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("KV pool 48 tokens"), std::string::npos) << r.out;
+}
+
+// 4 requests of 40 prompt tokens with 32 shared (2 blocks of 16), 16 a step (-b 16): the first
+// request's prompt takes 3 steps alone, and each later one is admitted after the blocks before
+// it are published, so requests 2-4 each take the 2 shared blocks: 3 x 32 = 96 of the 160 tokens
+// looked up (60 %), and 160 + 4 x (8 - 1) - 96 = 92 tokens computed.
+TEST(CliBenchConcurrency, ASharedPrefixIsTakenFromThePrefixCache) {
+  const CliResult r = run_cera({"bench", "-m", stories_gguf().string(), "--concurrency", "4", "--prompt", "40", "--gen",
+                                "8", "--shared-prefix", "32", "-b", "16", "-r", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = table_rows(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  ASSERT_EQ(rows[0].size(), kColumns) << r.out;
+  EXPECT_EQ(rows[0][kGenerated], "32");
+  EXPECT_EQ(rows[0][kCached], "96") << r.out;
+  EXPECT_EQ(rows[0][kHitRate], "60.0") << r.out;
+  EXPECT_NE(r.out.find("(96 of 160 tokens looked up, 3 of 4 admissions hit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("92 tokens computed a run"), std::string::npos) << r.out;
 }
 
 TEST(CliBenchConcurrency, BadValuesAreRefusedWithTheRangeInPlainNumbers) {
