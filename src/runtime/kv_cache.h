@@ -129,9 +129,11 @@ class KvCache {
   // sequence) and carry no position. Snapshots taken before the shift are dropped (their
   // lengths no longer name the same history). Precondition: can_shift.
   void shift(SeqId seq, int32_t n_keep, int32_t n_discard);
-  // False when the blocks from n_keep on are shared with a fork, or when an entry the rings
-  // must keep is gone: kept prefix entries within the window of the new end that the ring has
-  // already overwritten (n_keep close to the new length on a long sequence).
+  // False when the blocks the move writes (those of [n_keep, new length)) are shared with a fork
+  // or another sequence's prefix-cache hit and too few blocks are free for private copies of
+  // them (shift() makes those copies), or when an entry the rings must keep is gone: kept prefix
+  // entries within the window of the new end that the ring has already overwritten (n_keep
+  // close to the new length on a long sequence).
   bool can_shift(SeqId seq, int32_t n_keep, int32_t n_discard) const;
 
   // --- prefix cache (KvCacheConfig::prefix_cache; without it nothing is ever cached) ------

@@ -1,7 +1,10 @@
 // Context shift of the KV cache. Full-length layers move every entry after the gap down by
 // n_discard (kv_copy in chunks that never overlap their own source) and re-rotate its K. A ring
 // keeps only what later queries can see, the last window - 1 entries, moved along the ring by
-// n_discard mod ring_tokens in the same chunked way, without staging memory.
+// n_discard mod ring_tokens in the same chunked way, without staging memory. Blocks the move
+// writes (those of [n_keep, new length)) must be this sequence's alone: shared ones (a fork, or
+// another request's prefix-cache hit) are first replaced by private copies, so a shift never
+// depends on who else holds the prefix; published ones it writes leave the prefix cache.
 #include <algorithm>
 
 #include "runtime/kv_cache.h"
@@ -11,9 +14,11 @@ namespace cera::runtime {
 bool KvCache::can_shift(SeqId seq, int32_t n_keep, int32_t n_discard) const {
   const Sequence& s = seq_(seq);
   if (n_keep < 0 || n_discard <= 0 || n_keep + n_discard > s.length) return false;
-  for (size_t b = static_cast<size_t>(n_keep / block_size_); b < s.blocks.size(); ++b) {
-    if (block_refs_[s.blocks[b]] != 1) return false;  // rows another sequence shares would move
+  int32_t copies = 0;  // shared blocks the move would write: each needs a private copy first
+  for (int32_t b = n_keep / block_size_; b < (s.length - n_discard + block_size_ - 1) / block_size_; ++b) {
+    copies += block_refs_[s.blocks[static_cast<size_t>(b)]] != 1;
   }
+  if (copies > n_free_blocks()) return false;
   if (ring_blocks_ == 0) return true;
   // After the shift the next query sees new positions [lo, new_len); those below n_keep are
   // prefix entries that stay in their ring rows, which must not have been overwritten.
@@ -24,13 +29,22 @@ bool KvCache::can_shift(SeqId seq, int32_t n_keep, int32_t n_discard) const {
 void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
   CERA_CHECK_MSG(can_shift(seq, n_keep, n_discard),
                  "KV cache: shift(" + std::to_string(n_keep) + ", " + std::to_string(n_discard) + ") of a sequence of " +
-                     std::to_string(seq_(seq).length) + " moves shared rows or needs ring entries already overwritten");
+                     std::to_string(seq_(seq).length) + " needs private copies of shared blocks with too few blocks free, or ring entries already overwritten");
   const int32_t len = seq_(seq).length, new_len = len - n_discard;
-  // Blocks from n_keep's on change their rows: a published one (held by this sequence alone,
-  // can_shift) leaves the prefix cache first.
-  if (prefix_) {
-    const std::vector<int32_t>& blocks = seq_(seq).blocks;
-    for (size_t b = static_cast<size_t>(n_keep / block_size_); b < blocks.size(); ++b) prefix_->erase(blocks[b]);
+  {
+    // The blocks of [n_keep, new_len) get new rows: private copies of shared ones, and published
+    // ones (now held by this sequence alone) leave the prefix cache. Later blocks are only read.
+    std::vector<int32_t>& blocks = seq_(seq).blocks;
+    for (auto b = static_cast<size_t>(n_keep / block_size_); b < static_cast<size_t>((new_len + block_size_ - 1) / block_size_); ++b) {
+      if (block_refs_[blocks[b]] > 1) {
+        const int32_t copy = take_block();
+        copy_block_prefix(blocks[b], copy, block_size_);
+        unref_block(blocks[b]);
+        blocks[b] = copy;
+      } else if (prefix_) {
+        prefix_->erase(blocks[b]);
+      }
+    }
     seq_(seq).hashes.resize(std::min(seq_(seq).hashes.size(), static_cast<size_t>(n_keep / block_size_)));
   }
   // Move entries down in chunks of n_discard: a chunk's destination was read by earlier chunks

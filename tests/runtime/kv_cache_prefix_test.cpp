@@ -161,20 +161,48 @@ TEST_F(KvCachePrefix, ATruncateIntoAPublishedBlockCopiesIt) {
   ASSERT_TRUE(c.check_integrity().ok()) << c.check_integrity().to_string();
 }
 
-TEST_F(KvCachePrefix, AShiftForgetsThePublishedBlocksItMovesAndRefusesSharedOnes) {
+TEST_F(KvCachePrefix, AShiftCopiesSharedBlocksAndForgetsThePublishedBlocksItRewrites) {
   KvCache c = make_cache();
   const std::vector<int32_t> t = iota_tokens(13);
   const SeqId a = sequence_of(c, t);  // blocks 0..2 published, block 3 holds entry 12
   EXPECT_EQ(c.n_cached_blocks(), 3);
   const SeqId b = c.new_sequence_from_prefix(t, 0);  // shares the 3 blocks
-  EXPECT_FALSE(c.can_shift(a, 4, 4));              // would move rows b reads
-  c.free_sequence(b);
+  const std::vector<int32_t> b_table(c.block_table(b).begin(), c.block_table(b).end());
+  std::vector<std::vector<float>> b_rows;
+  for (int32_t block : b_table) b_rows.push_back(k_rows(c, block));
+  // shift(4, 4): 13 -> 9 entries; the move writes blocks 1 and 2 (entries 4..8), both shared
+  // with b: a gets private copies of them (2 of the 12 free blocks), b's rows stay as they were.
   ASSERT_TRUE(c.can_shift(a, 4, 4));
-  c.shift(a, 4, 4);  // blocks from 1 on change: forgotten; block 0 stays cached
-  EXPECT_EQ(c.n_cached_blocks(), 1);
-  EXPECT_EQ(c.match_prefix(t, 0).n_tokens, 4);
+  c.shift(a, 4, 4);
+  EXPECT_EQ(c.block_table(a)[0], b_table[0]);
+  EXPECT_NE(c.block_table(a)[1], b_table[1]);
+  EXPECT_NE(c.block_table(a)[2], b_table[2]);
+  for (size_t i = 0; i < b_table.size(); ++i) EXPECT_EQ(k_rows(c, b_table[i]), b_rows[i]) << "block " << i;
+  EXPECT_EQ(c.n_cached_blocks(), 3);  // nothing published was written
+  EXPECT_EQ(c.match_prefix(t, 0).n_tokens, 12);
+  EXPECT_EQ(c.n_free_blocks(), 16 - 3 - 2);  // b's 3, a's 2 copies (a's old block 3 went)
   ASSERT_TRUE(c.check_integrity().ok()) << c.check_integrity().to_string();
   c.free_sequence(a);
+  c.free_sequence(b);
+  // Alone, a sequence's published blocks that a shift rewrites leave the cache; block 0 stays.
+  const SeqId d = sequence_of(c, iota_tokens(13, 100));
+  EXPECT_EQ(c.match_prefix(iota_tokens(13, 100), 0).n_tokens, 12);
+  c.shift(d, 4, 4);
+  EXPECT_EQ(c.match_prefix(iota_tokens(13, 100), 0).n_tokens, 4);
+  ASSERT_TRUE(c.check_integrity().ok()) << c.check_integrity().to_string();
+  // Too few free blocks for the copies: refused. g shares f's 3 published blocks, e takes all
+  // free blocks but one; shift(4, 4) of f would need copies of blocks 1 and 2.
+  c.free_sequence(d);
+  const SeqId f = sequence_of(c, iota_tokens(13, 200));
+  const SeqId g = c.new_sequence_from_prefix(iota_tokens(13, 200), 0);
+  const SeqId e = c.new_sequence();
+  std::vector<int32_t> slots;
+  ASSERT_TRUE(c.append(e, 4 * (c.n_free_blocks() - 1), slots).ok());
+  EXPECT_EQ(c.n_free_blocks(), 1);
+  EXPECT_FALSE(c.can_shift(f, 4, 4));
+  EXPECT_TRUE(c.can_shift(f, 8, 4));  // writes block 2 only: one copy
+  c.free_sequence(g);
+  EXPECT_TRUE(c.can_shift(f, 4, 4));  // nothing shared any more
   ASSERT_TRUE(c.check_integrity().ok()) << c.check_integrity().to_string();
 }
 
