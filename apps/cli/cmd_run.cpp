@@ -1,4 +1,5 @@
-// `cera run`: complete a prompt, streaming text to stdout and timings to stderr. Ctrl-C stops the
+// `cera run`: complete a prompt, streaming text to stdout and timings to stderr. The generation
+// is one request through the engine loop (a LoopSession over a loop of one). Ctrl-C stops the
 // generation: the text so far and the timings are still written, and the exit status is 130 (as
 // for a process a shell saw killed by SIGINT). A failed write to stdout also stops it (status 1).
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "model_options.h"
 #include "output.h"
 #include "runtime/chat/chat_template.h"
+#include "runtime/engine/loop_session.h"
 #include "sampling_options.h"
 #include "text_input.h"
 
@@ -33,7 +35,7 @@ struct RunOptions {
   std::string system;  // with --chat: a system message before it
 };
 
-runtime::Session* g_running = nullptr;  // for the SIGINT handler: cancel, don't die
+runtime::LoopSession* g_running = nullptr;  // for the SIGINT handler: cancel (a flag), don't die
 
 void on_sigint(int) {
   if (g_running != nullptr) g_running->cancel();
@@ -48,12 +50,10 @@ void run(const RunOptions& o) {
   }
   const runtime::SamplingParams sampling = resolve_sampling("run", o.sampling);
   auto engine = load_engine_or_exit("run", o.model);
-  auto session = new_session_or_exit(
-      "run", *engine, {.n_ctx = o.model.ctx,
-                        .n_batch = o.model.batch,
-                        .n_keep = o.n_keep,
-                        .context_shift = true,
-                        .truncate_long_prompt = o.truncate_prompt});
+  auto loop = new_loop_or_exit("run", *engine, o.model);
+  auto session = std::make_unique<runtime::LoopSession>(
+      *loop, engine->tokenizer(),
+      runtime::LoopSessionOptions{.n_keep = o.n_keep, .context_shift = true, .truncate_long_prompt = o.truncate_prompt});
   // The session keeps at most half the context on a shift: more is not what was asked for.
   if (o.n_keep > session->n_ctx() / 2) {
     fail("run", invalid_argument(fmt::format("--n-keep {}: must be from -1 to {} (half the context of {} tokens; "
@@ -82,7 +82,7 @@ void run(const RunOptions& o) {
     if (!rendered.ok()) fail("run", rendered.status());
     st = session->append_text(rendered->text, {.parse_special = true, .plain_ranges = rendered->plain});
   } else {
-    st = session->append_text(prompt, add_bos, o.special);
+    st = session->append_text(prompt, {.add_special = add_bos, .parse_special = o.special});
   }
   if (st.code() == ErrorCode::kOutOfRange) {
     fail("run", out_of_range(st.message() + " (-c N sets the context" +
@@ -95,7 +95,7 @@ void run(const RunOptions& o) {
   }
   g_running = session.get();
   std::signal(SIGINT, on_sigint);
-  runtime::Session* running = session.get();
+  runtime::LoopSession* running = session.get();
   auto result = session->generate({.max_tokens = o.n_predict < 0 ? kInt32Max : o.n_predict,
                                    .sampling = sampling,
                                    .stop = o.stop,
@@ -115,7 +115,7 @@ void run(const RunOptions& o) {
              engine->backend().name(), engine->load_seconds() * 1e3, s.prompt_seconds * 1e3, s.n_prompt_tokens,
              s.n_prompt_tokens / std::max(s.prompt_seconds, 1e-9), s.generation_seconds * 1e3, s.n_generated_tokens,
              s.n_generated_tokens / std::max(s.generation_seconds, 1e-9), runtime::stop_reason_name(result->reason));
-  const runtime::KvBytes kv = session->kv_bytes();
+  const runtime::KvBytes kv = loop->kv_bytes();
   fmt::print(stderr, "KV cache:   {:8.1f} MiB for {} tokens (full-length layers {:.1f} MiB, sliding-window rings {:.1f} MiB)\n",
              kv.total() / 1048576.0, session->n_ctx(), kv.full / 1048576.0, kv.ring / 1048576.0);
   if (s.n_context_shifts > 0) fmt::print(stderr, "context shifts: {}\n", s.n_context_shifts);

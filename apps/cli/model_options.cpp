@@ -63,8 +63,13 @@ std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const Mode
   return std::move(engine).value();
 }
 
-std::unique_ptr<runtime::Session> new_session_or_exit(const char* command, api::Engine& engine,
-                                                      const runtime::SessionOptions& options, const char* ctx_option) {
+namespace {
+
+// The context line of both helpers' errors; fails before allocating a KV cache larger than the
+// host's memory (CPU backend): there an absurd allocation may even succeed (overcommit) and fail
+// later, page by page; a device refuses it at once, with the byte count.
+std::string check_context(const char* command, api::Engine& engine, const runtime::SessionOptions& options,
+                          const char* ctx_option) {
   const int64_t n_ctx = engine.session_n_ctx(options);
   const int32_t n_ctx_train = engine.model().hparams().n_ctx_train;
   const uint64_t kv = engine.kv_cache_bytes(options);
@@ -72,20 +77,39 @@ std::unique_ptr<runtime::Session> new_session_or_exit(const char* command, api::
       fmt::format("a context of {} tokens ({}{}; the model was trained with {})", n_ctx,
                   options.n_ctx > 0 ? ctx_option : "the model's training context", options.n_ctx > 0 ? " sets it" : "",
                   n_ctx_train);
-  // On the CPU an absurd allocation may even succeed (overcommit) and fail later, page by page;
-  // a device refuses it at once, with the byte count, and gets the same context line below.
   const uint64_t memory = physical_memory_bytes();
   if (engine.backend().device() == Device::kCpu && memory > 0 && kv > memory) {
     fail(command, out_of_range(fmt::format("{}: its KV cache would need {:.1f} GiB, more than the {:.1f} GiB of "
                                            "memory this machine has: use a smaller {}",
                                            context, gib(kv), gib(memory), ctx_option)));
   }
+  return fmt::format("{}, KV cache {:.1f} GiB (a smaller {} needs less)", context, gib(kv), ctx_option);
+}
+
+}  // namespace
+
+std::unique_ptr<runtime::Session> new_session_or_exit(const char* command, api::Engine& engine,
+                                                      const runtime::SessionOptions& options, const char* ctx_option) {
+  const std::string context = check_context(command, engine, options, ctx_option);
   auto session = engine.new_session(options);
-  if (!session.ok()) {
-    fail(command, session.status().with_context(
-                      fmt::format("{}, KV cache {:.1f} GiB (a smaller {} needs less)", context, gib(kv), ctx_option)));
-  }
+  if (!session.ok()) fail(command, session.status().with_context(context));
   return std::move(session).value();
+}
+
+std::unique_ptr<runtime::EngineLoop> new_loop_or_exit(const char* command, api::Engine& engine, const ModelOptions& model,
+                                                      const char* ctx_option) {
+  const runtime::SessionOptions sized{.n_ctx = model.ctx, .n_batch = model.batch};
+  const std::string context = check_context(command, engine, sized, ctx_option);
+  const auto n_ctx = static_cast<int32_t>(engine.session_n_ctx(sized));
+  auto loop = runtime::EngineLoop::create(engine.model(), engine.tokenizer(),
+                                          {.n_ctx = n_ctx,
+                                           .max_batch_tokens = model.batch,
+                                           .max_running = 1,
+                                           .max_waiting = 1,
+                                           .kv_tokens = n_ctx,
+                                           .kv_type = engine.kv_type()});
+  if (!loop.ok()) fail(command, loop.status().with_context(context));
+  return std::move(loop).value();
 }
 
 }  // namespace cera::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/engine.h"
+#include "runtime/engine/engine_loop.h"
 #include "commands.h"
 
 namespace cera::cli {
@@ -32,6 +33,10 @@ std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const Mode
 // training context and `ctx_option`, the option(s) that set the context ("-c" by default).
 std::unique_ptr<runtime::Session> new_session_or_exit(const char* command, api::Engine& engine,
                                                       const runtime::SessionOptions& options,
+                                                      const char* ctx_option = "-c");
+// The engine loop of one conversation (`cera run`, `cera chat`: one request at a time, a KV pool
+// of one context), or the error, with the same checks and messages as new_session_or_exit.
+std::unique_ptr<runtime::EngineLoop> new_loop_or_exit(const char* command, api::Engine& engine, const ModelOptions& model,
                                                       const char* ctx_option = "-c");
 [[noreturn]] void fail(const char* command, const Status& status);
 

@@ -105,6 +105,7 @@ class EngineLoop {
 
   EngineLoopStats stats() const;
   int32_t n_ctx() const { return n_ctx_; }
+  KvBytes kv_bytes() const { return cache_.bytes(); }  // fixed at create: any thread
   // After shutdown: the KvCache's bookkeeping is intact, no sequence is live, every block is free
   // and the scheduler's pool model agrees.
   Status check_pool_after_shutdown() const;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -140,6 +141,11 @@ class RequestHandle {
   bool done() const {
     std::lock_guard lock(shared_->mu);
     return shared_->done;
+  }
+  // Waits at most `timeout`; true when the request has finished. Not from a sink either.
+  bool wait_for(std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(shared_->mu);
+    return shared_->done_cv.wait_for(lock, timeout, [&] { return shared_->done; });
   }
   // Blocks until the request finishes. Must not be called from a sink (the loop's thread).
   const RequestResult& wait() const {
