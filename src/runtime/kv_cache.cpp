@@ -200,6 +200,7 @@ SeqId KvCache::new_sequence() {
   s.ring_valid = 0;
   s.extra = 0;
   s.hashes.clear();
+  s.publish_limit = INT32_MAX;
   // The state is a few KB per layer; failing to allocate it is as fatal as failing to grow seqs_.
   const Status st = init_state(s);
   CERA_CHECK_MSG(st.ok(), "KV cache: recurrent state of a new sequence: " + st.to_string());
@@ -255,6 +256,7 @@ Result<SeqId> KvCache::fork(SeqId src) {
   d.length = len;
   d.extra = s.extra;
   d.hashes = s.hashes;
+  d.publish_limit = s.publish_limit;
   std::vector<int32_t> from, to;
   for (int32_t r : s.ring) {
     d.ring.push_back(ring_free_.back());

@@ -157,7 +157,8 @@ class KvCache {
   // sequence's tokens from entry 0. With recurrent layers a block is published only if its state
   // checkpoint was taken (state_checkpoints); publishing stops at the first that was not. A
   // published block is shared for good: appends copy rather than write into it (a truncate into
-  // it), shift() forgets it. A block already cached by another sequence stays private.
+  // it), shift() forgets it. A block already cached by another sequence stays private. After a
+  // shift, blocks from n_keep's on are never published (their K/V are not a fresh run's).
   void publish_blocks(SeqId seq, std::span<const int32_t> tokens);
   // After append(seq, n): where this append's forward must save the recurrent state, one
   // checkpoint per block the n entries complete (ForwardBatch::state_checkpoints, with `token`
@@ -189,6 +190,10 @@ class KvCache {
     std::vector<Snapshot> snapshots;      // ascending lengths, at most kMaxSnapshots
     uint64_t extra = 0;                   // the prefix cache's extra key of its blocks
     std::vector<uint64_t> hashes;         // chained hashes of its first hashes.size() blocks (published)
+    // Blocks it may ever publish: after a shift, entries from n_keep on hold K/V computed with
+    // the discarded history (and re-rotated), not what a fresh run of its tokens gives, and so
+    // does everything computed after them.
+    int32_t publish_limit = INT32_MAX;
   };
   const Sequence& seq_(SeqId s) const;
   Sequence& seq_(SeqId s);

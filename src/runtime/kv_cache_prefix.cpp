@@ -59,7 +59,8 @@ SeqId KvCache::new_sequence_from_prefix(std::span<const int32_t> tokens, uint64_
 void KvCache::publish_blocks(SeqId seq, std::span<const int32_t> tokens) {
   if (!prefix_) return;
   Sequence& s = seq_(seq);
-  const size_t n_full = std::min(static_cast<size_t>(s.length), tokens.size()) / static_cast<size_t>(block_size_);
+  const size_t n_full = std::min(std::min(static_cast<size_t>(s.length), tokens.size()) / static_cast<size_t>(block_size_),
+                                 static_cast<size_t>(s.publish_limit));
   while (s.hashes.size() < n_full) {
     const size_t k = s.hashes.size();
     const int32_t block = s.blocks[k];

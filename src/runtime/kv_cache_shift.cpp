@@ -46,6 +46,7 @@ void KvCache::shift(SeqId seq, int32_t n_keep, int32_t n_discard) {
       }
     }
     seq_(seq).hashes.resize(std::min(seq_(seq).hashes.size(), static_cast<size_t>(n_keep / block_size_)));
+    seq_(seq).publish_limit = std::min(seq_(seq).publish_limit, n_keep / block_size_);
   }
   // Move entries down in chunks of n_discard: a chunk's destination was read by earlier chunks
   // (or was discarded), so no chunk overwrites a row it still has to read.

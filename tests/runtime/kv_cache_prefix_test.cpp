@@ -189,6 +189,14 @@ TEST_F(KvCachePrefix, AShiftCopiesSharedBlocksAndForgetsThePublishedBlocksItRewr
   EXPECT_EQ(c.match_prefix(iota_tokens(13, 100), 0).n_tokens, 12);
   c.shift(d, 4, 4);
   EXPECT_EQ(c.match_prefix(iota_tokens(13, 100), 0).n_tokens, 4);
+  // Its entries from 4 on hold K/V of the old history, re-rotated: never published again, even
+  // once the blocks are full under the shifted token list (entries 0-3, 8-12, then new ones).
+  std::vector<int32_t> shifted = iota_tokens(4, 100);
+  for (int32_t t : iota_tokens(9, 108)) shifted.push_back(t);
+  std::vector<int32_t> grown;
+  ASSERT_TRUE(c.append(d, 7, grown).ok());  // 16 entries: 4 full blocks
+  c.publish_blocks(d, shifted);
+  EXPECT_EQ(c.match_prefix(shifted, 0).n_tokens, 4);
   ASSERT_TRUE(c.check_integrity().ok()) << c.check_integrity().to_string();
   // Too few free blocks for the copies: refused. g shares f's 3 published blocks, e takes all
   // free blocks but one; shift(4, 4) of f would need copies of blocks 1 and 2.
