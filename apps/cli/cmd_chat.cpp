@@ -1,6 +1,7 @@
-// `cera chat`: an interactive conversation rendered with the model's own chat template. The KV
-// cache persists across turns: each turn evaluates only the text the template appended since
-// the last turn (the per-reply stderr line shows how many tokens that was). Ctrl-C stops a reply;
+// `cera chat`: an interactive conversation rendered with the model's own chat template. Each
+// reply is one request through the engine loop (a LoopSession); the KV of earlier turns comes
+// from the prefix cache, so a turn evaluates only the text the template appended since the last
+// turn and at most one KV block more (the per-reply stderr line shows how many tokens that was). Ctrl-C stops a reply;
 // a second Ctrl-C at the prompt leaves. Works on a pipe too: one message per input line, each at
 // most --max-input-mb MiB. A failed write to stdout stops the reply and the chat (status 1).
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include "model_options.h"
 #include "output.h"
 #include "runtime/chat/conversation.h"
+#include "runtime/engine/loop_session.h"
 #include "sampling_options.h"
 #include "text_input.h"
 
@@ -32,13 +34,13 @@ struct ChatOptions {
   int64_t max_input_mib = kDefaultMaxInputMiB;
 };
 
-std::atomic<runtime::Session*> g_generating{nullptr};
+std::atomic<runtime::LoopSession*> g_generating{nullptr};
 // Ctrl-C at the prompt writes to this pipe (self-pipe trick): a flag alone could be set just
 // before read() blocks and then wait for the next key press.
 int g_wake[2] = {-1, -1};
 
 void on_sigint(int) {
-  if (runtime::Session* s = g_generating.load()) {
+  if (runtime::LoopSession* s = g_generating.load()) {
     s->cancel();
   } else {
     const char c = 1;
@@ -117,9 +119,9 @@ class ChatLoop {
       : options_(o), engine_(engine), conversation_(std::move(tmpl), base_context(engine, o.special), engine.tokenizer()) {
     sampling_ = resolve_sampling("chat", o.sampling);  // once: a --seed -1 is drawn for the whole chat
     // n_keep = -1: the first append of a conversation is the system part, kept on context shifts.
-    session_ = new_session_or_exit(
-        "chat", engine,
-        {.n_ctx = o.model.ctx, .n_batch = o.model.batch, .n_keep = -1, .context_shift = true});
+    loop_ = new_loop_or_exit("chat", engine, o.model);
+    session_ = std::make_unique<runtime::LoopSession>(*loop_, engine.tokenizer(),
+                                                      runtime::LoopSessionOptions{.n_keep = -1, .context_shift = true});
     conversation_.set_system(o.system);
   }
 
@@ -128,7 +130,7 @@ class ChatLoop {
     if (interactive) {
       fmt::print(stderr, "cera chat: {} on {}, context {} tokens (KV cache {:.1f} MiB). /help for commands.\n",
                  options_.model.model, engine_.backend().name(), session_->n_ctx(),
-                 session_->kv_bytes().total() / 1048576.0);
+                 loop_->kv_bytes().total() / 1048576.0);
     }
     if (!options_.first_message.empty()) {
       if (interactive) stdout_print("> {}\n", options_.first_message);
@@ -201,8 +203,8 @@ class ChatLoop {
                  s.generation_seconds * 1e3,
                  s.n_generated_tokens / std::max(s.generation_seconds, 1e-9),
                  session_->tokens().size(), session_->n_ctx(), s.n_context_shifts,
-                 session_->kv_bytes().total() / 1048576.0, session_->kv_bytes().full / 1048576.0,
-                 session_->kv_bytes().ring / 1048576.0);
+                 loop_->kv_bytes().total() / 1048576.0, loop_->kv_bytes().full / 1048576.0,
+                 loop_->kv_bytes().ring / 1048576.0);
     } else if (name == "/help") {
       fmt::print(stderr,
                  "/reset  forget the conversation\n/system TEXT  set the system prompt (clears the "
@@ -229,7 +231,6 @@ class ChatLoop {
       session_->reset();
     }
     const runtime::SessionStats before = session_->stats();
-    const size_t reused = prompt->restart ? 0 : session_->tokens().size();
     Status st;
     const std::string& text = prompt->text;
     // Control tokens come only from the template's text: message text in prompt->plain stays text.
@@ -249,10 +250,9 @@ class ChatLoop {
       restart();
       return;
     }
-    const int64_t n_prompt = session_->stats().n_prompt_tokens - before.n_prompt_tokens;
-    const double prompt_s = session_->stats().prompt_seconds - before.prompt_seconds;
+    const auto n_history = static_cast<int64_t>(session_->tokens().size());  // the request's prompt
     g_generating.store(session_.get());
-    runtime::Session* generating = session_.get();
+    runtime::LoopSession* generating = session_.get();
     auto result = session_->generate(
         {.max_tokens = options_.n_predict < 0 ? kInt32Max : options_.n_predict, .sampling = sampling_},
         [generating](std::string_view piece) {
@@ -270,6 +270,10 @@ class ChatLoop {
     conversation_.add_assistant(result->text);
     ++n_turns_;
     const double gen_s = session_->stats().generation_seconds - before.generation_seconds;
+    // Computed prompt tokens; the rest of the history came from the prefix cache.
+    const int64_t n_prompt = session_->stats().n_prompt_tokens - before.n_prompt_tokens;
+    const double prompt_s = session_->stats().prompt_seconds - before.prompt_seconds;
+    const int64_t reused = n_history - n_prompt;
     fmt::print(stderr,
                "[turn {}: prompt {} new tokens ({} reused) {:.1f} tokens/s; reply {} tokens {:.1f} "
                "tokens/s; "
@@ -283,7 +287,8 @@ class ChatLoop {
   api::Engine& engine_;
   runtime::chat::Conversation conversation_;
   runtime::SamplingParams sampling_;  // the seed decided once (--seed -1) for the whole chat
-  std::unique_ptr<runtime::Session> session_;
+  std::unique_ptr<runtime::EngineLoop> loop_;
+  std::unique_ptr<runtime::LoopSession> session_;
   int n_turns_ = 0;
 };
 
