@@ -1,8 +1,9 @@
 // The convolution state of lfm2 follows its sequence (runtime/kv_cache): a forked sequence
 // (prefix reuse), a rollback to an earlier chunk and a context shift give the logits of a fresh
 // run; the state is untouched by a shift; prompt processing calls short_conv once per layer and
-// sequence with all of the sequence's tokens; pipelined greedy decode (a queued step rolled back
-// at a stop string) leaves the state of the plain loop. Models: the parity fixtures lfm2, lfm2moe and
+// sequence with all of the sequence's tokens (the engine loop's overlapped decode, whose
+// discarded steps also run on the state, is tests/model/engine_loop_models_test.cpp's
+// EngineLoopPipelined). Models: the parity fixtures lfm2, lfm2moe and
 // lfm2_conv (converted to F32 GGUF here), run on CERA_TEST_DEVICE's backend (test_device.h; the
 // CPU by default) with an F32 KV cache; the call-count test wraps the CPU backend.
 #include <gtest/gtest.h>
@@ -195,59 +196,6 @@ TEST_P(RecurrentState, ShiftLeavesTheStateOfTheKeptEnd) {
   EXPECT_EQ(cache->length(seq), 23);
   EXPECT_EQ(snapshot(), before);
   EXPECT_FALSE(cache->can_truncate(seq, 10));  // snapshots from before the shift are gone
-}
-
-// Greedy generation queued one step ahead (SessionOptions::pipeline, on by default on devices)
-// gives what the plain loop gives, also when a stop string makes it roll a queued step back: the
-// convolution state must then be the one before that step, which the next turn's logits show.
-// The reference is the plain loop (kOff) on the same backend; on the CPU kOn runs the same
-// bookkeeping synchronously.
-TEST_P(RecurrentState, PipelinedGreedyEqualsThePlainLoop) {
-  auto engine = load(converted(GetParam()));
-  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
-  struct Turn {
-    std::vector<int32_t> tokens;
-    std::string text;
-    runtime::StopReason reason;
-    std::vector<float> next_logits;
-  };
-  auto run = [&](runtime::DecodePipeline pipeline, const std::vector<std::string>& stop) {
-    Turn t;
-    auto s = (*engine)->new_session({.n_ctx = 96, .pipeline = pipeline});
-    EXPECT_TRUE(s.ok());
-    EXPECT_TRUE((*s)->append_text("The quick brown fox jumps over the lazy dog.", true).ok());
-    runtime::GenerateOptions gen;
-    gen.max_tokens = 40;
-    gen.sampling = {.temperature = 0.0f};
-    gen.stop = stop;
-    gen.stop_at_end_of_generation = false;
-    auto r = (*s)->generate(gen, nullptr);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    if (!r.ok()) return t;
-    t.text = r->text;
-    t.reason = r->reason;
-    EXPECT_TRUE((*s)->append_text(" and then", false).ok());
-    t.tokens = (*s)->tokens();
-    const auto l = (*s)->last_logits();
-    t.next_logits.assign(l.begin(), l.end());
-    return t;
-  };
-  const Turn plain = run(runtime::DecodePipeline::kOff, {});
-  ASSERT_GT(plain.text.size(), 8u);
-  // A stop string from the middle of the plain text: generation ends there in both modes.
-  const std::string stop = plain.text.substr(plain.text.size() / 2, 3);
-  for (const std::vector<std::string>& stops : {std::vector<std::string>{}, std::vector<std::string>{stop}}) {
-    const Turn a = stops.empty() ? plain : run(runtime::DecodePipeline::kOff, stops);
-    const Turn b = run(runtime::DecodePipeline::kOn, stops);
-    EXPECT_EQ(b.text, a.text);
-    EXPECT_EQ(b.reason, a.reason);
-    EXPECT_EQ(b.tokens, a.tokens);
-    const float rel = rel_diff(b.next_logits, a.next_logits);
-    EXPECT_LT(rel, 1e-6f);
-    std::printf("%s pipelined greedy (%s): %zu tokens, %s, next turn max |delta logit| / max |logit| = %.2e\n",
-                GetParam().c_str(), stops.empty() ? "token limit" : "stop string", b.tokens.size(),
-                runtime::stop_reason_name(b.reason), rel);
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Lfm2Family, RecurrentState, ::testing::Values("lfm2", "lfm2moe"),

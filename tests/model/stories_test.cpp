@@ -1,37 +1,68 @@
 // Oracle 2 of TESTING.md: greedy decoding of stories260K from BOS must reproduce llama2.c's
-// output byte for byte, on 1 and on 2 threads.
+// output byte for byte: through the engine loop (every front end's generation) on 1 and on 2
+// threads, with the overlap of decode steps forced on, and through the tests' reference decode
+// over a Session (generate_helpers.h), which the engine tests take as their judge.
 #include <gtest/gtest.h>
 
 #include "api/engine.h"
 #include "format/gguf_writer.h"
+#include "generate_helpers.h"
+#include "runtime/engine/engine_loop.h"
 #include "stories_model.h"
 
 namespace cera {
 namespace {
 
-std::string greedy_from_bos(int threads, int n_tokens) {
-  auto engine = api::Engine::load({.model_path = test::stories_gguf(), .device = api::DeviceChoice::kCpu, .n_threads = threads});
-  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
-  auto session = (*engine)->new_session({.n_ctx = 512});
-  EXPECT_TRUE(session.ok());
-  const int32_t bos = (*engine)->tokenizer().bos();
-  EXPECT_TRUE((*session)->append_tokens(std::span(&bos, 1)).ok());
-  runtime::GenerateOptions gen;
-  gen.max_tokens = n_tokens;
-  gen.sampling.temperature = 0.0f;
-  auto result = (*session)->generate(gen, nullptr);
-  EXPECT_TRUE(result.ok());
-  return result->text;
-}
-
 // llama2.c's generate() runs 256 positions from BOS and samples at each of them, printing 256
 // tokens (the last is sampled but never fed back), then a newline.
+constexpr int32_t kReferenceTokens = 256;
+
+std::string greedy_through_loop(int threads, runtime::DecodePipeline pipeline) {
+  auto engine = api::Engine::load({.model_path = test::stories_gguf(), .device = api::DeviceChoice::kCpu, .n_threads = threads});
+  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
+  if (!engine.ok()) return {};
+  auto loop = runtime::EngineLoop::create((*engine)->model(), (*engine)->tokenizer(), {.n_ctx = 512, .pipeline = pipeline});
+  EXPECT_TRUE(loop.ok()) << loop.status().to_string();
+  if (!loop.ok()) return {};
+  auto h = (*loop)->submit({.prompt = {(*engine)->tokenizer().bos()},
+                            .sampling = {.temperature = 0.0f},
+                            .max_tokens = kReferenceTokens});
+  EXPECT_TRUE(h.ok()) << h.status().to_string();
+  if (!h.ok()) return {};
+  const runtime::RequestResult& r = h->wait();
+  EXPECT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_EQ(r.reason, runtime::FinishReason::kMaxTokens);
+  if (pipeline == runtime::DecodePipeline::kOn) {
+    EXPECT_GT((*loop)->stats().n_steps_ahead, 200);
+  }
+  return r.text;
+}
+
 TEST(Stories260K, GreedyMatchesLlama2cOnOneThread) {
-  EXPECT_EQ(greedy_from_bos(1, 256) + "\n", test::stories_reference_text());
+  EXPECT_EQ(greedy_through_loop(1, runtime::DecodePipeline::kOff) + "\n", test::stories_reference_text());
 }
 
 TEST(Stories260K, GreedyMatchesLlama2cOnTwoThreads) {
-  EXPECT_EQ(greedy_from_bos(2, 256) + "\n", test::stories_reference_text());
+  EXPECT_EQ(greedy_through_loop(2, runtime::DecodePipeline::kOff) + "\n", test::stories_reference_text());
+}
+
+// Every step but the first few queued before the previous token is read back (the CPU runs the
+// bookkeeping CUDA's overlap runs).
+TEST(Stories260K, GreedyMatchesLlama2cPipelined) {
+  EXPECT_EQ(greedy_through_loop(1, runtime::DecodePipeline::kOn) + "\n", test::stories_reference_text());
+}
+
+TEST(Stories260K, ReferenceDecodeMatchesLlama2c) {
+  auto engine = api::Engine::load({.model_path = test::stories_gguf(), .device = api::DeviceChoice::kCpu});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  auto session = (*engine)->new_session({.n_ctx = 512});
+  ASSERT_TRUE(session.ok());
+  const int32_t bos = (*engine)->tokenizer().bos();
+  ASSERT_TRUE((*session)->append_tokens(std::span(&bos, 1)).ok());
+  auto r = test::reference_generate(**session, {.max_tokens = kReferenceTokens, .sampling = {.temperature = 0.0f}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->result.text + "\n", test::stories_reference_text());
+  EXPECT_EQ(r->result.n_generated, kReferenceTokens);
 }
 
 TEST(Stories260K, PromptProcessingInChunksGivesTheSameLogits) {

@@ -1,9 +1,10 @@
-// Sessions on the stories260K model: context shift against a fresh run over the kept tokens,
-// seeded sampling, stop strings, cancellation and rollback of the cache.
+// Sessions (evaluation) on the stories260K model: context shift against a fresh run over the
+// kept tokens, an append that does not fit without shifts, reset. Generation's behaviours (stop
+// strings, shifts while generating, a full context, cancellation, seeded sampling) are the engine
+// loop's: tests/runtime/engine/loop_session_test.cpp checks them through LoopSession.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <thread>
 
 #include "api/engine.h"
 #include "stories_engine_test.h"
@@ -25,24 +26,6 @@ float max_abs_diff(std::span<const float> a, std::span<const float> b, float* ma
   return d;
 }
 
-TEST_F(SessionTest, GenerationContinuesPastTheContext) {
-  auto s = session({.n_ctx = 64, .n_keep = 10});
-  ASSERT_TRUE(s->append_text("Once upon a time, there was a little bird who wanted to fly.", true).ok());
-  GenerateOptions gen;
-  gen.max_tokens = 150;  // well past the 64-token context
-  gen.sampling.temperature = 0.0f;
-  gen.stop_at_end_of_generation = false;
-  auto r = s->generate(gen, nullptr);
-  ASSERT_TRUE(r.ok()) << r.status().to_string();
-  EXPECT_EQ(r->n_generated, 150);
-  EXPECT_GE(s->stats().n_context_shifts, 2);
-  EXPECT_LE(static_cast<int>(s->tokens().size()), 64);
-  // The first n_keep tokens survived every shift.
-  const std::vector<int32_t> prompt = engine_->tokenizer().encode(
-      "Once upon a time, there was a little bird who wanted to fly.", {.add_special = true});
-  EXPECT_TRUE(std::equal(prompt.begin(), prompt.begin() + 10, s->tokens().begin()));
-}
-
 // After a shift the cache holds the kept tokens' K re-rotated to new positions. In a one-layer
 // model K/V depend on the token alone, so the logits must equal a fresh run over the kept
 // tokens (with more layers, kept tokens remember the dropped ones through their hidden states,
@@ -57,7 +40,7 @@ TEST(ContextShift, LogitsMatchAFreshRunOverTheKeptTokens) {
     auto r = test::generate_through_shifts(**s);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     ASSERT_GE((*s)->stats().n_context_shifts, 2);
-    ASSERT_TRUE((*s)->append_text(" The end", false).ok());  // evaluates the pending token too
+    ASSERT_TRUE((*s)->append_text(" The end", false).ok());
     auto fresh = (*engine)->new_session({.n_ctx = 48});
     ASSERT_TRUE(fresh.ok());
     ASSERT_TRUE((*fresh)->append_tokens((*s)->tokens()).ok());
@@ -69,79 +52,21 @@ TEST(ContextShift, LogitsMatchAFreshRunOverTheKeptTokens) {
   }
 }
 
-TEST_F(SessionTest, WithoutContextShiftAFullContextStops) {
+TEST_F(SessionTest, WithoutContextShiftAnAppendThatDoesNotFitIsAnError) {
   auto s = session({.n_ctx = 32, .context_shift = false});
   ASSERT_TRUE(s->append_text("Once upon a time", true).ok());
-  GenerateOptions gen;
-  gen.max_tokens = 100;
-  gen.sampling.temperature = 0.0f;
-  gen.stop_at_end_of_generation = false;
-  auto r = s->generate(gen, nullptr);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->reason, StopReason::kContextFull);
-  EXPECT_LE(static_cast<int>(s->tokens().size()), 32);
+  const size_t n = s->tokens().size();
+  std::vector<int32_t> more(32 - n, 20);
+  ASSERT_TRUE(s->append_tokens(more).ok());  // exactly full
+  const int32_t one = 21;
+  const Status full = s->append_tokens(std::span(&one, 1));
+  EXPECT_EQ(full.code(), ErrorCode::kOutOfRange);
+  EXPECT_NE(full.message().find("context is full"), std::string::npos) << full.message();
+  EXPECT_EQ(s->tokens().size(), 32u);  // nothing was shifted or evaluated
   // A prompt longer than the context is an error, not a crash.
   auto t = session({.n_ctx = 8, .context_shift = false});
   const Status st = t->append_text("Once upon a time there was a very long prompt indeed", true);
   EXPECT_EQ(st.code(), ErrorCode::kOutOfRange);
-}
-
-TEST_F(SessionTest, SameSeedSameTextAndTopKOneIsGreedy) {
-  auto run = [&](SamplingParams p) {
-    auto s = session({.n_ctx = 256});
-    EXPECT_TRUE(s->append_text("One day, a girl", true).ok());
-    GenerateOptions gen;
-    gen.max_tokens = 60;
-    gen.sampling = p;
-    return s->generate(gen, nullptr)->text;
-  };
-  const SamplingParams hot{.temperature = 1.2f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 42};
-  const std::string a = run(hot), b = run(hot);
-  EXPECT_EQ(a, b);
-  SamplingParams other = hot;
-  other.seed = 43;
-  EXPECT_NE(run(other), a);
-  const SamplingParams top1{.temperature = 1.0f, .top_k = 1, .seed = 7};
-  EXPECT_EQ(run(top1), run({.temperature = 0.0f}));
-}
-
-TEST_F(SessionTest, StopStringsEndGenerationBeforeTheString) {
-  auto s = session({.n_ctx = 256});
-  ASSERT_TRUE(s->append_text("Once upon a time", true).ok());
-  GenerateOptions gen;
-  gen.max_tokens = 200;
-  gen.sampling.temperature = 0.0f;
-  std::string streamed;
-  auto full = s->generate(gen, [&](std::string_view p) { streamed += p; });
-  ASSERT_TRUE(full.ok());
-  EXPECT_EQ(streamed, full->text);
-  const size_t at = full->text.find("Lily");
-  ASSERT_NE(at, std::string::npos) << full->text;
-
-  auto t = session({.n_ctx = 256});
-  ASSERT_TRUE(t->append_text("Once upon a time", true).ok());
-  gen.stop = {"Lily"};
-  std::string got;
-  auto r = t->generate(gen, [&](std::string_view p) { got += p; });
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->reason, StopReason::kStopString);
-  EXPECT_EQ(got, full->text.substr(0, at));
-}
-
-TEST_F(SessionTest, CancelFromAnotherThreadStops) {
-  auto s = session({.n_ctx = 512});
-  ASSERT_TRUE(s->append_text("Once", true).ok());
-  GenerateOptions gen;
-  gen.max_tokens = 100000;
-  gen.stop_at_end_of_generation = false;
-  int pieces = 0;
-  Session* raw = s.get();
-  auto r = s->generate(gen, [&](std::string_view) {
-    if (++pieces == 5) std::thread([raw] { raw->cancel(); }).join();
-  });
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->reason, StopReason::kCancelled);
-  EXPECT_LT(r->n_generated, 50);
 }
 
 TEST_F(SessionTest, ResetForgetsHistory) {

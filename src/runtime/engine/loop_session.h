@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "runtime/engine/engine_loop.h"
-#include "runtime/session.h"  // GenerateOptions, GenerateResult, SessionStats, TextSink
+#include "runtime/generate_types.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cera::runtime {

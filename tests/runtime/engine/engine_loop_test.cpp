@@ -1,6 +1,7 @@
 // The engine loop on stories260K (CPU, F32 K/V): batched equals alone against each request's solo
-// run through the loop and through today's Session, preemption with a pool a quarter of the
-// demand, a randomized soak with cancellation, seeded sampling in a batch, and submit's errors.
+// run through the loop and through the reference decode over a Session (generate_helpers.h),
+// preemption with a pool a quarter of the demand, a randomized soak with cancellation, seeded
+// sampling in a batch, context shifts (also pipelined), and submit's errors.
 #include "runtime/engine/engine_loop.h"
 
 #include <gtest/gtest.h>
@@ -28,11 +29,12 @@ class EngineLoopTest : public test::StoriesEngineTest {
   }
   void batched_equals_alone(DecodePipeline pipeline);
   void soak(DecodePipeline pipeline);
+  void context_shift_matches_reference(DecodePipeline pipeline);
 };
 
 // 64 greedy requests (24 in sanitizer / Debug builds), prompts of 1-300 tokens, random
 // max_tokens, submitted at random times while others run: each one's tokens equal its solo run,
-// which equals Session's.
+// which equals the reference decode's.
 void EngineLoopTest::batched_equals_alone(DecodePipeline pipeline) {
   std::mt19937 rng(64);
   const int n = test::requests_for(64, 24);
@@ -184,7 +186,7 @@ TEST_F(EngineLoopTest, RandomizedSoakWithCancellation) { soak(DecodePipeline::kO
 TEST_F(EngineLoopTest, RandomizedSoakWithCancellationPipelined) { soak(DecodePipeline::kOn); }
 
 // A sampled request draws from its own RNG stream: the same tokens alone, in a batch beside other
-// sampled and greedy requests, and through Session.
+// sampled and greedy requests, and through the reference decode on a Session.
 TEST_F(EngineLoopTest, SeededSamplingIsTheSameInABatch) {
   std::mt19937 rng(5);
   std::vector<RequestSpec> specs = test::random_specs(rng, 12, 60, 60, tok());
@@ -243,7 +245,7 @@ TEST_F(EngineLoopTest, PipelinedSoloRunsEqualPlainOnes) {
 
 TEST_F(EngineLoopTest, StreamedTextAndStopStringsMatchSession) {
   RequestSpec spec{.prompt = tok().encode("Once upon a time", {.add_special = true}), .max_tokens = 200};
-  const test::SessionRun full = test::through_session(*engine_, spec);
+  const test::ReferenceRun full = test::through_session(*engine_, spec);
   const size_t at = full.result.text.find("Lily");
   ASSERT_NE(at, std::string::npos) << full.result.text;
   auto loop = EngineLoop::create(model(), tok(), {.n_ctx = test::kEngineCtx});
@@ -258,20 +260,31 @@ TEST_F(EngineLoopTest, StreamedTextAndStopStringsMatchSession) {
   EXPECT_EQ(r.text, streamed);
 }
 
-// A request longer than its context shifts as Session shifts (the same KvCache::shift, the same
-// rule): the same tokens and text as Session's generation with n_keep, several shifts deep, alone
-// and beside other requests; its final context is the shifted history.
-TEST_F(EngineLoopTest, ContextShiftMatchesSession) {
+// A request longer than its context shifts as Session's append shifts (the same KvCache::shift,
+// the same rule): the same tokens and text as the reference decode with n_keep, several shifts
+// deep, alone and beside other requests; its final context is the shifted history. With the
+// overlap forced on, steps are queued ahead between the shifts (never across one) and the
+// outcome is the same; without context_shift the request ends when the context is full.
+void EngineLoopTest::context_shift_matches_reference(DecodePipeline pipeline) {
   const int32_t n_ctx = 64, n_keep = 5;
   const std::vector<int32_t> prompt = tok().encode("Once upon a time", {.add_special = true});
   auto session = engine_->new_session({.n_ctx = n_ctx, .n_keep = n_keep, .context_shift = true});
   ASSERT_TRUE(session.ok());
   ASSERT_TRUE((*session)->append_tokens(prompt).ok());
-  auto want = (*session)->generate({.max_tokens = 200, .sampling = {.temperature = 0.0f}, .stop_at_end_of_generation = false},
-                                   nullptr);
-  ASSERT_TRUE(want.ok());
+  auto want = test::reference_generate(
+      **session, {.max_tokens = 200, .sampling = {.temperature = 0.0f}, .stop_at_end_of_generation = false});
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
   ASSERT_GE((*session)->stats().n_context_shifts, 3);
-  auto loop = EngineLoop::create(model(), tok(), {.n_ctx = n_ctx, .max_batch_tokens = 16, .max_running = 4});
+  // The same without context shifts (the Sessions run before the loop owns the model).
+  auto strict = engine_->new_session({.n_ctx = n_ctx, .context_shift = false});
+  ASSERT_TRUE(strict.ok());
+  ASSERT_TRUE((*strict)->append_tokens(prompt).ok());
+  auto want_full = test::reference_generate(
+      **strict, {.max_tokens = 200, .sampling = {.temperature = 0.0f}, .stop_at_end_of_generation = false});
+  ASSERT_TRUE(want_full.ok());
+  ASSERT_EQ(want_full->result.reason, StopReason::kContextFull);
+  auto loop = EngineLoop::create(model(), tok(), {.n_ctx = n_ctx, .max_batch_tokens = 16, .max_running = 4,
+                                                  .pipeline = pipeline});
   ASSERT_TRUE(loop.ok());
   std::mt19937 rng(9);
   std::vector<RequestHandle> others;
@@ -282,21 +295,31 @@ TEST_F(EngineLoopTest, ContextShiftMatchesSession) {
   const RequestResult& got = h.wait();
   ASSERT_TRUE(got.status.ok()) << got.status.to_string();
   EXPECT_EQ(got.reason, FinishReason::kMaxTokens);
-  EXPECT_EQ(got.text, want->text);
+  EXPECT_EQ(got.text, want->result.text);
+  EXPECT_EQ(got.tokens, want->tokens);
   EXPECT_EQ(got.n_context_shifts, (*session)->stats().n_context_shifts);
+  // The reference evaluates its last token only if the talk goes on; the loop's context holds it.
   std::vector<int32_t> history = (*session)->tokens();
-  EXPECT_EQ(got.context.size(), history.size() + 1);  // Session evaluates its last token only if the talk goes on
-  history.push_back(got.tokens.back());
+  ASSERT_TRUE(want->pending.has_value());
+  history.push_back(*want->pending);
   EXPECT_EQ(got.context, history);
   for (const RequestHandle& o : others) EXPECT_TRUE(o.wait().status.ok());
-  // Without context_shift the same request ends when the context is full.
+  // Without context_shift the same request ends when the context is full, as the reference does.
   const RequestHandle full = *(*loop)->submit({.prompt = prompt, .sampling = {.temperature = 0.0f}, .max_tokens = 200,
                                                .stop_at_end_of_generation = false});
   EXPECT_EQ(full.wait().reason, FinishReason::kContextFull);
+  EXPECT_EQ(full.wait().tokens, want_full->tokens);
+  EXPECT_EQ(full.wait().text, want_full->result.text);
   EXPECT_EQ(static_cast<int32_t>(full.wait().context.size()), n_ctx + 1);  // the last token, not computed, too
   (*loop)->shutdown(ShutdownMode::kDrain);
+  if (pipeline == DecodePipeline::kOn) {
+    EXPECT_GT((*loop)->stats().n_steps_ahead, 0);
+  }
   EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok()) << (*loop)->check_pool_after_shutdown().to_string();
 }
+
+TEST_F(EngineLoopTest, ContextShiftMatchesSession) { context_shift_matches_reference(DecodePipeline::kOff); }
+TEST_F(EngineLoopTest, ContextShiftMatchesSessionPipelined) { context_shift_matches_reference(DecodePipeline::kOn); }
 
 TEST_F(EngineLoopTest, SubmitErrorsNameTheProblem) {
   auto loop = EngineLoop::create(model(), tok(), {.n_ctx = 64, .max_running = 1, .max_waiting = 2});

@@ -1,6 +1,7 @@
 // Helpers for the engine loop tests on stories260K: random requests, their solo runs through a
-// loop of one (one request at a time) and through today's Session (the independent reference),
-// and a gate that holds the loop's thread inside a sink until the test has submitted a batch.
+// loop of one (one request at a time) and through the reference decode over a Session
+// (generate_helpers.h: the independent single-sequence path), and a gate that holds the loop's
+// thread inside a sink until the test has submitted a batch.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "generate_helpers.h"
 #include "runtime/engine/engine_loop.h"
 #include "runtime/session.h"
 #include "runtime/stories_engine_test.h"
@@ -92,26 +94,18 @@ inline std::vector<runtime::RequestResult> solo_through_loop(model::Model& model
   return out;
 }
 
-struct SessionRun {
-  runtime::GenerateResult result;
-  std::vector<int32_t> generated;  // the generated ids Session's history holds (all but a pending last one)
-};
-
-// The same request through today's Session (greedy or seeded as the spec says, no context shift).
-inline SessionRun through_session(api::Engine& engine, const RequestSpec& s) {
+// The same request through the reference decode on a Session (greedy or seeded as the spec says,
+// no context shift).
+inline ReferenceRun through_session(api::Engine& engine, const RequestSpec& s) {
   auto session = engine.new_session({.n_ctx = kEngineCtx, .context_shift = false});
   EXPECT_TRUE(session.ok()) << session.status().to_string();
+  if (!session.ok()) return {};
   EXPECT_TRUE((*session)->append_tokens(s.prompt).ok());
-  runtime::GenerateOptions gen;
-  gen.max_tokens = s.max_tokens;
-  gen.sampling = s.sampling;
-  gen.stop_at_end_of_generation = s.stop_at_end_of_generation;
-  auto r = (*session)->generate(gen, nullptr);
+  auto r = reference_generate(**session, {.max_tokens = s.max_tokens,
+                                          .sampling = s.sampling,
+                                          .stop_at_end_of_generation = s.stop_at_end_of_generation});
   EXPECT_TRUE(r.ok()) << r.status().to_string();
-  SessionRun run{.result = *r};
-  const auto& history = (*session)->tokens();
-  run.generated.assign(history.begin() + static_cast<std::ptrdiff_t>(s.prompt.size()), history.end());
-  return run;
+  return r.ok() ? std::move(r).value() : ReferenceRun{};
 }
 
 inline runtime::FinishReason finish_reason_of(runtime::StopReason r) {
@@ -134,13 +128,12 @@ inline void expect_same(const runtime::RequestResult& got, const runtime::Reques
                                      << runtime::finish_reason_name(want.reason);
 }
 
-// The loop's solo run equals Session's: same text, count, reason, and the ids Session's history keeps.
-inline void expect_matches_session(const runtime::RequestResult& loop, const SessionRun& s, size_t i) {
+// The loop's solo run equals the reference decode's: the same ids, text, count and reason.
+inline void expect_matches_session(const runtime::RequestResult& loop, const ReferenceRun& s, size_t i) {
   EXPECT_EQ(loop.text, s.result.text) << "request " << i;
   EXPECT_EQ(static_cast<int32_t>(loop.tokens.size()), s.result.n_generated) << "request " << i;
   EXPECT_EQ(loop.reason, finish_reason_of(s.result.reason)) << "request " << i;
-  ASSERT_LE(s.generated.size(), loop.tokens.size()) << "request " << i;
-  EXPECT_TRUE(std::equal(s.generated.begin(), s.generated.end(), loop.tokens.begin())) << "request " << i;
+  EXPECT_EQ(loop.tokens, s.tokens) << "request " << i;
 }
 
 // Holds the loop's thread in the first sink call of one request until open() (so that what the

@@ -1,10 +1,15 @@
-// LoopSession on stories260K against Session (the independent single-sequence path): the same
-// text, history and reasons for one prompt and for a three-turn conversation (whose later turns
-// compute only their new tokens and at most a block more: the prefix cache), the same truncated
-// first prompt, a history shift when the text appended does not fit, and cancel.
+// LoopSession on stories260K against the reference decode over a Session (generate_helpers.h,
+// the independent single-sequence path): the same text, history and reasons for one prompt and
+// for a three-turn conversation (whose later turns compute only their new tokens and at most a
+// block more: the prefix cache), the same truncated first prompt, a history shift when the text
+// appended does not fit, generation past the context, a full context without shifts, seeded
+// sampling, stop strings, and cancel (from a sink and from another thread).
 #include "runtime/engine/loop_session.h"
 
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 #include "runtime/engine/engine_test_helpers.h"
 
@@ -43,17 +48,18 @@ TEST_F(LoopSessionTest, ConversationEqualsSessionAndReusesEarlierTurns) {
     const int64_t computed_before = ls.stats().n_prompt_tokens;
     const size_t history = ls.tokens().size();
     auto got = ls.generate(kGreedy, [&](std::string_view t) { streamed += t; });
-    auto want = session->generate(kGreedy, nullptr);
+    auto want = test::reference_generate(*session, kGreedy);
     ASSERT_TRUE(got.ok()) << got.status().to_string();
-    ASSERT_TRUE(want.ok());
-    EXPECT_EQ(got->text, want->text) << "turn " << i;
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    EXPECT_EQ(got->text, want->result.text) << "turn " << i;
     EXPECT_EQ(streamed, got->text);
-    EXPECT_EQ(got->reason, want->reason);
-    EXPECT_EQ(got->n_generated, want->n_generated);
-    // Session keeps its last sampled token pending; its history then ends before it.
-    std::vector<int32_t> h = ls.tokens();
-    if (h.size() == session->tokens().size() + 1) h.pop_back();
-    EXPECT_EQ(h, session->tokens()) << "turn " << i;
+    EXPECT_EQ(got->reason, want->result.reason);
+    EXPECT_EQ(got->n_generated, want->result.n_generated);
+    // The conversation goes on: the reference evaluates its last sampled token now.
+    if (want->pending) {
+      ASSERT_TRUE(session->append_tokens(std::span(&*want->pending, 1)).ok());
+    }
+    EXPECT_EQ(ls.tokens(), session->tokens()) << "turn " << i;
     const int64_t computed = ls.stats().n_prompt_tokens - computed_before;
     if (i > 0) {
       // The earlier turns' full blocks come from the prefix cache: the new text and at most
@@ -80,9 +86,9 @@ TEST_F(LoopSessionTest, LongFirstPromptIsRefusedOrTruncatedAsSessionDoes) {
   EXPECT_EQ(cut.tokens(), session->tokens());
   EXPECT_EQ(cut.stats().n_prompt_tokens_dropped, session->stats().n_prompt_tokens_dropped);
   auto got = cut.generate(kGreedy, nullptr);
-  auto want = session->generate(kGreedy, nullptr);
+  auto want = test::reference_generate(*session, kGreedy);
   ASSERT_TRUE(got.ok() && want.ok());
-  EXPECT_EQ(got->text, want->text);
+  EXPECT_EQ(got->text, want->result.text);
 }
 
 TEST_F(LoopSessionTest, TextThatDoesNotFitShiftsTheHistory) {
@@ -123,6 +129,110 @@ TEST_F(LoopSessionTest, CancelStopsTheReplyAndAnEmptyHistoryIsAnError) {
   auto next = ls.generate(kGreedy, nullptr);
   ASSERT_TRUE(next.ok());
   EXPECT_NE(next->reason, StopReason::kCancelled);
+}
+
+// Greedy generation well past a 64-token context with n_keep 10: several shifts, the first
+// n_keep tokens survive every one, and the text is the reference decode's (whose appends shift).
+TEST_F(LoopSessionTest, GenerationContinuesPastTheContext) {
+  const std::string prompt = "Once upon a time, there was a little bird who wanted to fly.";
+  const GenerateOptions gen{.max_tokens = 150, .sampling = {.temperature = 0.0f}, .stop_at_end_of_generation = false};
+  auto loop = make_loop(64);
+  LoopSession ls(*loop, tok(), {.n_keep = 10});
+  ASSERT_TRUE(ls.append_text(prompt, {.add_special = true}).ok());
+  auto r = ls.generate(gen, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->n_generated, 150);
+  EXPECT_GE(ls.stats().n_context_shifts, 2);
+  EXPECT_LE(static_cast<int>(ls.tokens().size()), 64 + 1);  // the last token is not computed yet
+  const std::vector<int32_t> ids = tok().encode(prompt, {.add_special = true});
+  EXPECT_TRUE(std::equal(ids.begin(), ids.begin() + 10, ls.tokens().begin()));
+  auto session = make_session(64, 10);
+  ASSERT_TRUE(session->append_tokens(ids).ok());
+  auto want = test::reference_generate(*session, gen);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  EXPECT_EQ(r->text, want->result.text);
+  EXPECT_EQ(ls.stats().n_context_shifts, session->stats().n_context_shifts);
+}
+
+TEST_F(LoopSessionTest, WithoutContextShiftAFullContextStops) {
+  const GenerateOptions gen{.max_tokens = 100, .sampling = {.temperature = 0.0f}, .stop_at_end_of_generation = false};
+  auto loop = make_loop(32);
+  LoopSession ls(*loop, tok(), {.context_shift = false});
+  ASSERT_TRUE(ls.append_text("Once upon a time", {.add_special = true}).ok());
+  auto r = ls.generate(gen, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->reason, StopReason::kContextFull);
+  EXPECT_EQ(static_cast<int>(ls.tokens().size()), 32 + 1);  // the token that did not fit, not computed
+  auto session = engine_->new_session({.n_ctx = 32, .context_shift = false, .kv_type = DType::kF32});
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->append_text("Once upon a time", true).ok());
+  auto want = test::reference_generate(**session, gen);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  EXPECT_EQ(want->result.reason, StopReason::kContextFull);
+  EXPECT_EQ(r->text, want->result.text);
+  EXPECT_EQ(r->n_generated, want->result.n_generated);
+}
+
+TEST_F(LoopSessionTest, SameSeedSameTextAndTopKOneIsGreedy) {
+  auto loop = make_loop(256);
+  auto run = [&](SamplingParams p) {
+    LoopSession ls(*loop, tok(), {});
+    EXPECT_TRUE(ls.append_text("One day, a girl", {.add_special = true}).ok());
+    auto r = ls.generate({.max_tokens = 60, .sampling = p}, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? r->text : std::string();
+  };
+  const SamplingParams hot{.temperature = 1.2f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 42};
+  const std::string a = run(hot), b = run(hot);
+  EXPECT_EQ(a, b);
+  SamplingParams other = hot;
+  other.seed = 43;
+  EXPECT_NE(run(other), a);
+  const SamplingParams top1{.temperature = 1.0f, .top_k = 1, .seed = 7};
+  EXPECT_EQ(run(top1), run({.temperature = 0.0f}));
+  // The seeded text is the reference decode's with the same sampler.
+  auto session = make_session(256);
+  ASSERT_TRUE(session->append_text("One day, a girl", true).ok());
+  auto want = test::reference_generate(*session, {.max_tokens = 60, .sampling = hot});
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(a, want->result.text);
+}
+
+TEST_F(LoopSessionTest, StopStringsEndGenerationBeforeTheString) {
+  GenerateOptions gen{.max_tokens = 200, .sampling = {.temperature = 0.0f}};
+  auto session = make_session(256);
+  ASSERT_TRUE(session->append_text("Once upon a time", true).ok());
+  auto full = test::reference_generate(*session, gen);
+  ASSERT_TRUE(full.ok());
+  const size_t at = full->result.text.find("Lily");
+  ASSERT_NE(at, std::string::npos) << full->result.text;
+  auto loop = make_loop(256);
+  LoopSession ls(*loop, tok(), {});
+  ASSERT_TRUE(ls.append_text("Once upon a time", {.add_special = true}).ok());
+  gen.stop = {"Lily"};
+  std::string got;
+  auto r = ls.generate(gen, [&](std::string_view p) { got += p; });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->reason, StopReason::kStopString);
+  EXPECT_EQ(got, full->result.text.substr(0, at));
+  EXPECT_EQ(r->text, got);
+}
+
+TEST_F(LoopSessionTest, CancelFromAnotherThreadStops) {
+  auto loop = make_loop(512);
+  LoopSession ls(*loop, tok(), {});
+  ASSERT_TRUE(ls.append_text("Once", {.add_special = true}).ok());
+  int pieces = 0;
+  auto r = ls.generate({.max_tokens = 100000, .stop_at_end_of_generation = false}, [&](std::string_view) {
+    if (++pieces != 5) return;
+    std::thread([&ls] { ls.cancel(); }).join();
+    // generate() polls the flag every 20 ms: hold the loop's thread until it has surely seen it,
+    // so that the bound below does not depend on the machine's speed.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->reason, StopReason::kCancelled);
+  EXPECT_LT(r->n_generated, 50);
 }
 
 }  // namespace
