@@ -134,7 +134,8 @@ class Backend {
   virtual Readback download_async(void* dst, const TensorView& src);
   virtual void wait(Readback readback);
   // Does work issued to this backend run while the host goes on (a device with a stream)? Only
-  // then does issuing the next step before reading this one back (Session's pipelined decode) pay.
+  // then does issuing the next step before reading this one back (the engine loop's overlapped
+  // decode, EngineLoopOptions::pipeline) pay.
   virtual bool overlaps_host() const { return false; }
   // Is there a matmul kernel for this weight type?
   virtual bool supports_weight(DType dtype) const = 0;

@@ -42,7 +42,7 @@ class Sampler {
   std::optional<int32_t> sample_candidates(std::span<const int32_t> ids, std::span<const float> values, float lse);
   // The token is exactly the argmax of the raw logits (Backend::top_k with k = 1) and drawing it
   // reads and changes no host state (greedy, no penalties): the device alone can pick it, so a
-  // decode step may consume it before the host has seen it (Session's pipelined decode).
+  // decode step may consume it before the host has seen it (the engine loop's overlapped decode).
   bool argmax_only() const { return params_.temperature <= 0.0f && !penalties_active(); }
 
   const SamplingParams& params() const { return params_; }

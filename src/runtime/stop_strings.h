@@ -1,5 +1,6 @@
 // Stop strings while text streams out: the bytes that must wait because the next token could
-// complete a stop string. Shared by Session and the engine loop (one rule for every front end).
+// complete a stop string. The engine loop's rule (every front end generates through it); the
+// tests' reference decode (tests/generate_helpers.h) follows it too.
 #pragma once
 
 #include <algorithm>

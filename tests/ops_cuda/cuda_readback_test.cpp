@@ -2,7 +2,7 @@
 // queued behind device work see exactly the bytes of their point in the stream, however many are
 // outstanding (more than the pinned ring's slots) and in whatever order they are waited for; and a
 // chain in which each step embeds the id the previous step's top_k wrote (embed_ids), queued one
-// step ahead of the host as Session's pipelined decode does, follows a known successor function
+// step ahead of the host as the engine loop's overlapped decode does, follows a known successor function
 // with graphs (steps alternating between the staging arena's halves) and without.
 #include <cmath>
 

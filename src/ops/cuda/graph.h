@@ -8,7 +8,7 @@
 // time into a pinned staging arena whose device mirror one memcpy node at the graph's head fills.
 // The arena has two halves used by alternate logs, so the host can record step N+1 while the
 // graph of step N (reading the other half) still runs: a log waits only for the launch that last
-// used its half (pipelined decode, Session::generate).
+// used its half (the engine loop's overlapped decode, EngineLoopOptions::pipeline).
 // Decision: logging (rather than capturing every forward) is what removes the host cost: a hit
 // costs validation + a signature compare + one cudaGraphLaunch. Replay also fuses call patterns
 // (fused.h) that the eager API cannot see. Batches that reach cuBLAS run eagerly, uncaptured.
