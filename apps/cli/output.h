@@ -1,9 +1,9 @@
 // Everything the `cera` command writes to stdout goes through here, so that a write error (a full
 // disk, /dev/full, a closed terminal) is never silent: the first failure prints one message to
 // stderr naming stdout and the errno text, later writes are dropped, and the process exits 1.
-// The one decision: a failed write does not throw (it may happen inside a Session's text sink,
-// which must not unwind through library code); callers check stdout_ok() and stop their work,
-// run/chat by cancelling the session. main() makes the final check (flush and close) at exit.
+// The one decision: a failed write does not throw (it may happen inside a request's text sink, on
+// the engine loop's thread, which must not unwind through library code); callers check
+// stdout_ok() and stop their work, run/chat by cancelling the request. main() makes the final check (flush and close) at exit.
 #pragma once
 
 #include <fmt/format.h>

@@ -1,12 +1,11 @@
 // A step: under the mutex, cancelled requests are collected and the scheduler plans; outside it,
 // preempted requests' sequences are freed, the plan becomes one ForwardBatch (each request's
 // chunk contiguous, in plan order), the model runs it, and every output row is sampled with its
-// request's own Sampler (BatchSampler: one device top_k for all rows). A preempted request keeps its tokens, sampler (RNG position included),
-// decoder and held text: its recompute only rebuilds K/V (and recurrent state) for the tokens it
-// had, and the row that completes them samples the next new token, so its output is unchanged.
-// Duplicated from Session for now (to merge when Session goes): the stop-string and
-// end-of-generation rules in take_token, and the decoder flush in finish (held_suffix is shared:
-// runtime/stop_strings.h).
+// request's own Sampler (BatchSampler: one device top_k for all rows). A preempted request
+// keeps its tokens, sampler (RNG position included), decoder and held text: its recompute only
+// rebuilds K/V (and recurrent state) for the tokens it had, and the row that completes them
+// samples the next new token, so its output is unchanged. The stop-string and end-of-generation
+// rules of every front end live here (take_token; held_suffix: runtime/stop_strings.h).
 #include "runtime/engine/engine_loop.h"
 
 #include <algorithm>
@@ -485,7 +484,7 @@ void EngineLoop::take_token(Live& l, SampledToken& sampled, bool counted) {
   }
   l.decoder.push(token, l.held);
   bool stopped = false;
-  for (const std::string& stop : l.params.stop) {  // Session's rule: the earliest match wins
+  for (const std::string& stop : l.params.stop) {  // the earliest match wins
     if (const size_t at = l.held.find(stop); !stop.empty() && at != std::string::npos) {
       l.held.resize(at);
       stopped = true;
@@ -513,7 +512,7 @@ void EngineLoop::take_token(Live& l, SampledToken& sampled, bool counted) {
 bool EngineLoop::shift_context(Live& l) {
   const ContextShift& cs = l.params.context_shift;
   if (!cs.enabled || l.seq < 0) return false;
-  // Session's rule (and llama.cpp's): keep the first n_keep, drop half of the rest.
+  // llama.cpp's rule (Session's for appends): keep the first n_keep, drop half of the rest.
   const int32_t len = cache_.length(l.seq);
   const int32_t keep = std::min(cs.n_keep, len - 1);
   const int32_t discard = std::max(1, (len - keep) / 2);

@@ -12,8 +12,8 @@
 // its embedding reading the ids that the device's argmax just wrote. A row whose token then ends
 // it (end of generation, a stop string) is finished and its queued row discarded with its KV
 // sequence; anything else that changes the batch (an arrival, a cancel, a sampled row) makes the
-// next step a plain one. Session's pipelined decode, for every batch size.
-// Sliding-window layers (gemma3) and recurrent layers (lfm2) are driven as Session drives them:
+// next step a plain one. This is the pipelined decode of every front end, at every batch size.
+// Sliding-window layers (gemma3) and recurrent layers (lfm2) are driven as Session's appends drive them:
 // one append per sequence per forward of at most max_batch_tokens (the KvCache rings are sized
 // for that, max_sequences = max_running), and a recurrent state per sequence, zeroed when a
 // preempted request starts its recompute.

@@ -82,6 +82,19 @@ Result<std::span<const int32_t>> LoopSession::fit(std::span<const int32_t> token
 
 Result<GenerateResult> LoopSession::generate(const GenerateOptions& options, const TextSink& sink) {
   if (tokens_.empty()) return invalid_argument("nothing to continue from: append a prompt (or BOS) first");
+  // A reply that ended on the full context (by its token limit, or kContextFull) left one token
+  // more than the context holds: shift before going on, as an append would.
+  if (static_cast<int32_t>(tokens_.size()) > n_ctx()) {
+    if (!options_.context_shift) {
+      return out_of_range("context is full: " + std::to_string(tokens_.size()) + " tokens, the context holds " +
+                          std::to_string(n_ctx()) + "; use a larger context or allow context shifts");
+    }
+    const auto len = static_cast<int64_t>(tokens_.size());
+    const int64_t keep = std::min<int64_t>(n_keep_, len - 1);
+    const int64_t discard = std::max<int64_t>((len - keep) / 2, len - n_ctx());
+    tokens_.erase(tokens_.begin() + keep, tokens_.begin() + keep + discard);
+    ++stats_.n_context_shifts;
+  }
   RequestParams p{.prompt = tokens_,
                   .sampling = options.sampling,
                   .max_tokens = options.max_tokens,

@@ -112,6 +112,34 @@ TEST_F(LoopSessionTest, TextThatDoesNotFitShiftsTheHistory) {
   EXPECT_LE(static_cast<int32_t>(ls.tokens().size()), 65);
 }
 
+// A reply cut by its token limit exactly when the context fills leaves one token more than the
+// context holds (its last, uncomputed): the next generate() shifts first (Session's rule) and goes
+// on, or says the context is full when shifts are off.
+TEST_F(LoopSessionTest, AReplyThatFilledTheContextGoesOnAfterAShift) {
+  auto loop = make_loop(64);
+  std::mt19937 rng(8);
+  const std::vector<int32_t> prompt = test::random_prompt(rng, 40, tok());
+  const GenerateOptions fill{.max_tokens = 25, .sampling = {.temperature = 0.0f}, .stop_at_end_of_generation = false};
+  for (const bool shift : {true, false}) {
+    LoopSession ls(*loop, tok(), {.n_keep = 4, .context_shift = shift});
+    ASSERT_TRUE(ls.append_tokens(prompt).ok());
+    auto first = ls.generate(fill, nullptr);
+    ASSERT_TRUE(first.ok()) << first.status().to_string();
+    ASSERT_EQ(ls.tokens().size(), 65u);  // 40 + 25: the last one was never computed
+    auto next = ls.generate({.max_tokens = 5, .sampling = {.temperature = 0.0f}, .stop_at_end_of_generation = false},
+                            nullptr);
+    if (shift) {
+      ASSERT_TRUE(next.ok()) << next.status().to_string();
+      EXPECT_EQ(next->n_generated, 5);
+      EXPECT_LE(static_cast<int32_t>(ls.tokens().size()), 65);
+      EXPECT_GE(ls.stats().n_context_shifts, 1);
+    } else {
+      EXPECT_EQ(next.status().code(), ErrorCode::kOutOfRange);
+      EXPECT_NE(next.status().message().find("context is full"), std::string::npos) << next.status().message();
+    }
+  }
+}
+
 TEST_F(LoopSessionTest, CancelStopsTheReplyAndAnEmptyHistoryIsAnError) {
   auto loop = make_loop(512);
   LoopSession ls(*loop, tok(), {});
