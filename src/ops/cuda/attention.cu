@@ -413,7 +413,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   p.table_offset = ctx.device_array(batch.table_offset);
   // Prompt batches: the tensor-core flash-attention kernel (attention_prefill.cu) when it suits
   // them.
-  if (n_tokens > kGemvMaxTokens) {
+  if (n_tokens > kGemvMaxTokens && !batch_invariant()) {
     const PrefillIo io{.q = p.q.data,
                        .q_token_stride = p.q.token_stride,
                        .q_head_stride = p.q.head_stride,
@@ -459,7 +459,8 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
   // The tensor-core kernel (3 blocks an SM, 64-entry stages) runs best at 2: 8B Q4_0 F16 at depth
   // 4096 436 t/s against 389 at 4 and 435 at 1; 1B 1,567 against 1,451 and 1,523 (same call).
   const int64_t fill = fill_env > 0 ? fill_env : tc ? 2 : 4;
-  const int64_t units = int64_t(a.n_head_kv) * p.n_chunks * n_tokens;
+  // Batch-invariant: the splits of one token's context must not depend on the other tokens.
+  const int64_t units = int64_t(a.n_head_kv) * p.n_chunks * (batch_invariant() ? 1 : n_tokens);
   int64_t n_split = 1;
   if (units < fill * ctx.sm_count()) {
     n_split = std::min<int64_t>((fill * ctx.sm_count() + units - 1) / units, kMaxSplits);
@@ -487,7 +488,7 @@ void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, con
     return v >= 1 ? v : 0;
   }();
   p.min_split = min_split_env > 0 ? min_split_env : tc ? kTcEntries : kMinSplitLen;
-  p.early_rows = attention_early_mode() >= 1 && n_tokens <= kGemvMaxTokens;
+  p.early_rows = attention_early_mode() >= 1 && n_tokens <= kGemvMaxTokens && !batch_invariant();
   if (n_split > 1) {
     const int64_t n_part = n_tokens * a.n_head * n_split;
     auto* buf = static_cast<float*>(

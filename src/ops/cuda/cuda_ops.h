@@ -14,6 +14,15 @@ namespace cera::ops::cuda {
 // activations); larger ones the tensor-core (cuBLAS) path.
 inline constexpr int64_t kGemvMaxTokens = 16;
 
+// CERA_CUDA_BATCH_INVARIANT=1: every row is computed by the same kernels whatever else shares its
+// forward, so a request's tokens do not depend on its batch (the engine loop's batched equals
+// alone on quantized models). Matmuls of more than kGemvMaxTokens rows run as GEMVs of at most
+// that many rows (the GEMV treats each row on its own: int8 activations per row, a fixed
+// reduction order), attention never takes the prompt kernel and splits the context as for one
+// token, and graphs are off (their fused replays are not the eager calls). Prompts pay: they are
+// evaluated 16 rows a GEMV instead of by the tensor-core GEMM.
+bool batch_invariant();
+
 void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
             const TensorView* bias);
 void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,

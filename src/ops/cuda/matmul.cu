@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -148,6 +149,18 @@ __global__ void add_bias_kernel(const __grid_constant__ BiasParams p) {
 // path's speed on the 8B shapes on the H200 (docs/benchmarks/cuda.md, v4), its wgmma form
 // (CERA_CUDA_GEMM_Q=wgmma) the same, 0.22-0.43x (v8): both are bound by the weight decoding, not
 // the products. Not used by default.
+}  // namespace
+
+bool batch_invariant() {
+  static const bool on = [] {
+    const char* e = std::getenv("CERA_CUDA_BATCH_INVARIANT");
+    return e != nullptr && e[0] == '1';
+  }();
+  return on;
+}
+
+namespace {
+
 bool cublas_gemm_forced() {
   static const bool forced = [] {
     const char* e = std::getenv("CERA_CUDA_GEMM");
@@ -233,6 +246,11 @@ void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
   if (n_out == 0 || n_tokens == 0) return;
   if (n_tokens <= kGemvMaxTokens) {
     gemv(ctx, out, weight, x, bias);
+  } else if (batch_invariant()) {
+    for (int64_t first = 0; first < n_tokens; first += kGemvMaxTokens) {
+      const int64_t n = std::min(kGemvMaxTokens, n_tokens - first);
+      gemv(ctx, out.slice_rows(first, n), weight, x.slice_rows(first, n), bias);
+    }
   } else {
     gemm(ctx, out, weight, x, bias);
   }
