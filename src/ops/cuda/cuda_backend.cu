@@ -312,7 +312,7 @@ class CudaBackend final : public Backend {
 
 bool graphs_enabled(bool requested) {
   const char* env = std::getenv("CERA_CUDA_GRAPHS");
-  return requested && !(env != nullptr && env[0] == '0') && !batch_invariant();
+  return requested && !(env != nullptr && env[0] == '0') && !cuda::batch_invariant();
 }
 
 }  // namespace
