@@ -263,7 +263,8 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
                                            o.n_prompt, o.n_gen, per_request, n_ctx, ctx_source, per_request)));
   }
   const uint64_t kv_bytes =
-      engine->kv_cache_bytes({.n_ctx = kv_tokens, .n_batch = model.batch, .kv_block_size = kBlockSize});
+      engine->kv_cache_bytes({.n_ctx = kv_tokens, .n_batch = model.batch, .kv_block_size = kBlockSize},
+                             /*paged_sliding=*/true);  // the loop's prefix cache pages the sliding layers
   const uint64_t memory = physical_memory_bytes();
   if (engine->backend().device() == Device::kCpu && memory > 0 && kv_bytes > memory) {
     fail("bench", out_of_range(fmt::format("a KV pool of {} tokens needs {:.1f} GiB, more than the {:.1f} GiB of "

@@ -69,10 +69,10 @@ namespace {
 // host's memory (CPU backend): there an absurd allocation may even succeed (overcommit) and fail
 // later, page by page; a device refuses it at once, with the byte count.
 std::string check_context(const char* command, api::Engine& engine, const runtime::SessionOptions& options,
-                          const char* ctx_option) {
+                          const char* ctx_option, bool paged_sliding = false) {
   const int64_t n_ctx = engine.session_n_ctx(options);
   const int32_t n_ctx_train = engine.model().hparams().n_ctx_train;
-  const uint64_t kv = engine.kv_cache_bytes(options);
+  const uint64_t kv = engine.kv_cache_bytes(options, paged_sliding);
   const std::string context =
       fmt::format("a context of {} tokens ({}{}; the model was trained with {})", n_ctx,
                   options.n_ctx > 0 ? ctx_option : "the model's training context", options.n_ctx > 0 ? " sets it" : "",
@@ -99,7 +99,8 @@ std::unique_ptr<runtime::Session> new_session_or_exit(const char* command, api::
 std::unique_ptr<runtime::EngineLoop> new_loop_or_exit(const char* command, api::Engine& engine, const ModelOptions& model,
                                                       const char* ctx_option) {
   const runtime::SessionOptions sized{.n_ctx = model.ctx, .n_batch = model.batch};
-  const std::string context = check_context(command, engine, sized, ctx_option);
+  // The loop's prefix cache pages the sliding-window layers too (EngineLoopOptions::prefix_cache).
+  const std::string context = check_context(command, engine, sized, ctx_option, /*paged_sliding=*/true);
   const auto n_ctx = static_cast<int32_t>(engine.session_n_ctx(sized));
   auto loop = runtime::EngineLoop::create(engine.model(), engine.tokenizer(),
                                           {.n_ctx = n_ctx,

@@ -97,7 +97,7 @@ int64_t Engine::session_n_ctx(const runtime::SessionOptions& options) const {
   return options.n_ctx > 0 ? options.n_ctx : model_->hparams().n_ctx_train;
 }
 
-uint64_t Engine::kv_cache_bytes(const runtime::SessionOptions& options) const {
+uint64_t Engine::kv_cache_bytes(const runtime::SessionOptions& options, bool paged_sliding) const {
   const model::KvGeometry g = model_->kv_geometry();
   const int64_t block = std::max<int64_t>(options.kv_block_size, 1);
   const int64_t n_blocks = (std::max<int64_t>(session_n_ctx(options), 0) + block - 1) / block;
@@ -108,7 +108,7 @@ uint64_t Engine::kv_cache_bytes(const runtime::SessionOptions& options) const {
   uint64_t total = 0;
   for (int32_t il = 0; il < g.n_layer; ++il) {
     if (g.kind(il) != model::LayerKind::kAttention) continue;
-    const int64_t rows = (g.is_sliding(il) ? ring_blocks : n_blocks) * block;
+    const int64_t rows = (g.is_sliding(il) && !paged_sliding ? ring_blocks : n_blocks) * block;
     total += 2 * static_cast<uint64_t>(rows) * row_bytes;  // K and V
   }
   return total;

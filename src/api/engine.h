@@ -63,7 +63,9 @@ class Engine {
   // allocated (an upper bound of KvCache::create's sizing), so that a caller can refuse an
   // absurd context with a message instead of attempting the allocation.
   int64_t session_n_ctx(const runtime::SessionOptions& options) const;
-  uint64_t kv_cache_bytes(const runtime::SessionOptions& options) const;
+  // paged_sliding: the sliding-window layers are paged like the others instead of kept in rings
+  // (an engine loop with its prefix cache on: KvCacheConfig::prefix_cache).
+  uint64_t kv_cache_bytes(const runtime::SessionOptions& options, bool paged_sliding = false) const;
 
  private:
   Engine() = default;
