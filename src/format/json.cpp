@@ -1,9 +1,11 @@
-// Recursive-descent JSON parser. Numbers are parsed with strtod over a validated lexeme (the
-// grammar check is ours, so strtod's leniency — hex, "inf", leading '+' — never applies).
+// JsonValue and its reader: nlohmann-json parses (strict RFC 8259, UTF-8 validated, surrogate
+// pairs decoded, lone surrogates refused); a SAX handler builds the ordered JsonValue tree.
 #include "format/json.h"
 
-#include <cerrno>
-#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include <climits>
+#include <cstdint>
 
 #include "core/read_file.h"
 
@@ -75,295 +77,131 @@ size_t JsonValue::size() const {
 
 namespace {
 
-constexpr int kMaxDepth = 512;
+constexpr size_t kMaxDepth = 512;
 
-class Parser {
+// nlohmann-json (the project's one JSON library) parses; this SAX handler builds JsonValue as it
+// goes, keeping members in file order (duplicates too: find() takes the first), integers exact
+// where they fit int64, and refusing nesting deeper than kMaxDepth before the library recurses.
+class Builder final : public nlohmann::json_sax<nlohmann::json> {
  public:
-  explicit Parser(std::string_view text) : s_(text) {}
-
-  Result<JsonValue> document() {
-    skip_ws();
-    JsonValue v;
-    CERA_RETURN_IF_ERROR(value(v, 0));
-    skip_ws();
-    if (pos_ != s_.size()) return error("unexpected content after the JSON value");
-    return v;
+  bool null() override { return put(JsonValue()); }
+  bool boolean(bool b) override { return put(JsonValue::make_bool(b)); }
+  bool number_integer(number_integer_t i) override { return put(JsonValue::make_number(static_cast<double>(i), i)); }
+  bool number_unsigned(number_unsigned_t u) override {
+    const bool fits = u <= static_cast<number_unsigned_t>(INT64_MAX);
+    return put(JsonValue::make_number(static_cast<double>(u),
+                                      fits ? std::optional<int64_t>(static_cast<int64_t>(u)) : std::nullopt));
+  }
+  bool number_float(number_float_t d, const string_t&) override { return put(JsonValue::make_number(d, std::nullopt)); }
+  bool string(string_t& v) override { return put(JsonValue::make_string(std::move(v))); }
+  bool binary(binary_t&) override { return false; }  // not JSON text: the parser never produces it
+  bool start_object(std::size_t) override { return open(false); }
+  bool key(string_t& k) override {
+    stack_.back().key = std::move(k);
+    return true;
+  }
+  bool end_object() override {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    return put(JsonValue::make_object(std::move(f.members)));
+  }
+  bool start_array(std::size_t) override { return open(true); }
+  bool end_array() override {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    return put(JsonValue::make_array(std::move(f.items)));
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    // "[json.exception.parse_error.101] parse error at line L, column C: what" -> "parse error at ..."
+    std::string what = e.what();
+    if (const size_t at = what.find("] "); at != std::string::npos) what.erase(0, at + 2);
+    error_ = corrupt("JSON: " + what + " (byte " + std::to_string(position > 0 ? position - 1 : 0) + ")");
+    return false;
   }
 
+  Result<JsonValue> result(std::string_view text) && {
+    if (!error_.ok()) return error_;
+    if (too_deep_) {
+      return corrupt("JSON: nesting deeper than " + std::to_string(kMaxDepth) + " levels at " + where(text, depth_at_));
+    }
+    return std::move(root_);
+  }
+  // Where the parse stopped without an error of the library's (the depth limit).
+  void stopped_at(size_t byte) { depth_at_ = byte; }
+  bool too_deep() const { return too_deep_; }
+
  private:
-  // "line L, column C (byte B)": columns count bytes, from 1.
-  Status error(const std::string& what) const {
+  struct Frame {
+    bool array = false;
+    std::vector<JsonValue> items;
+    std::vector<JsonValue::Member> members;
+    std::string key;
+  };
+  bool open(bool array) {
+    if (stack_.size() >= kMaxDepth) {
+      too_deep_ = true;
+      return false;
+    }
+    stack_.push_back({.array = array});
+    return true;
+  }
+  bool put(JsonValue v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+    } else if (stack_.back().array) {
+      stack_.back().items.push_back(std::move(v));
+    } else {
+      stack_.back().members.emplace_back(std::move(stack_.back().key), std::move(v));
+    }
+    return true;
+  }
+  static std::string where(std::string_view text, size_t byte) {
     size_t line = 1, col = 1;
-    for (size_t i = 0; i < pos_ && i < s_.size(); ++i) {
-      if (s_[i] == '\n') {
+    for (size_t i = 0; i < byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
         ++line;
         col = 1;
       } else {
         ++col;
       }
     }
-    return corrupt("JSON: " + what + " at line " + std::to_string(line) + ", column " +
-                   std::to_string(col) + " (byte " + std::to_string(pos_) + ")");
+    return "line " + std::to_string(line) + ", column " + std::to_string(col) + " (byte " + std::to_string(byte) + ")";
   }
 
-  void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
-  }
-
-  bool literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) return false;
-    pos_ += word.size();
-    return true;
-  }
-
-  Status value(JsonValue& out, int depth) {
-    if (depth > kMaxDepth) return error("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
-    if (pos_ >= s_.size()) return error("unexpected end of input, expected a value");
-    const char c = s_[pos_];
-    if (c == '{') return object(out, depth);
-    if (c == '[') return array(out, depth);
-    if (c == '"') {
-      std::string str;
-      CERA_RETURN_IF_ERROR(string(str));
-      out = JsonValue::make_string(std::move(str));
-      return {};
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) return number(out);
-    if (literal("true")) {
-      out = JsonValue::make_bool(true);
-      return {};
-    }
-    if (literal("false")) {
-      out = JsonValue::make_bool(false);
-      return {};
-    }
-    if (literal("null")) {
-      out = JsonValue();
-      return {};
-    }
-    return error(std::string("unexpected character '") + c + "', expected a value");
-  }
-
-  Status object(JsonValue& out, int depth) {
-    ++pos_;  // '{'
-    std::vector<JsonValue::Member> members;
-    skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == '}') {
-      ++pos_;
-      out = JsonValue::make_object(std::move(members));
-      return {};
-    }
-    while (true) {
-      skip_ws();
-      if (pos_ >= s_.size() || s_[pos_] != '"') return error("expected a string key");
-      std::string key;
-      CERA_RETURN_IF_ERROR(string(key));
-      skip_ws();
-      if (pos_ >= s_.size() || s_[pos_] != ':') return error("expected ':' after an object key");
-      ++pos_;
-      skip_ws();
-      JsonValue v;
-      CERA_RETURN_IF_ERROR(value(v, depth + 1));
-      members.emplace_back(std::move(key), std::move(v));
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        break;
-      }
-      return error("expected ',' or '}' in an object");
-    }
-    out = JsonValue::make_object(std::move(members));
-    return {};
-  }
-
-  Status array(JsonValue& out, int depth) {
-    ++pos_;  // '['
-    std::vector<JsonValue> items;
-    skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == ']') {
-      ++pos_;
-      out = JsonValue::make_array(std::move(items));
-      return {};
-    }
-    while (true) {
-      skip_ws();
-      JsonValue v;
-      CERA_RETURN_IF_ERROR(value(v, depth + 1));
-      items.push_back(std::move(v));
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        break;
-      }
-      return error("expected ',' or ']' in an array");
-    }
-    out = JsonValue::make_array(std::move(items));
-    return {};
-  }
-
-  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-  Status number(JsonValue& out) {
-    const size_t start = pos_;
-    bool integral = true;
-    if (s_[pos_] == '-') ++pos_;
-    if (pos_ >= s_.size() || !is_digit(s_[pos_])) return error("expected a digit in a number");
-    if (s_[pos_] == '0') {
-      ++pos_;
-      if (pos_ < s_.size() && is_digit(s_[pos_])) return error("leading zero in a number");
-    } else {
-      while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
-    }
-    if (pos_ < s_.size() && s_[pos_] == '.') {
-      integral = false;
-      ++pos_;
-      if (pos_ >= s_.size() || !is_digit(s_[pos_])) return error("expected a digit after '.'");
-      while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
-    }
-    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-      integral = false;
-      ++pos_;
-      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-      if (pos_ >= s_.size() || !is_digit(s_[pos_])) return error("expected a digit in an exponent");
-      while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
-    }
-    const std::string lexeme(s_.substr(start, pos_ - start));
-    const double d = std::strtod(lexeme.c_str(), nullptr);
-    std::optional<int64_t> exact;
-    if (integral) {
-      errno = 0;
-      const long long i = std::strtoll(lexeme.c_str(), nullptr, 10);
-      if (errno == 0) exact = static_cast<int64_t>(i);
-    }
-    out = JsonValue::make_number(d, exact);
-    return {};
-  }
-
-  static void put_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  Status hex4(uint32_t& out) {
-    if (s_.size() - pos_ < 4) return error("truncated \\u escape");
-    out = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = s_[pos_ + i];
-      uint32_t d;
-      if (c >= '0' && c <= '9') d = c - '0';
-      else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-      else return error("bad hex digit in a \\u escape");
-      out = out * 16 + d;
-    }
-    pos_ += 4;
-    return {};
-  }
-
-  // Validates one UTF-8 sequence starting at pos_ (RFC 3629: no overlongs, no surrogates).
-  Status utf8_sequence(std::string& out) {
-    const auto b0 = static_cast<unsigned char>(s_[pos_]);
-    int len = 0;
-    uint32_t cp = 0, min = 0;
-    if (b0 >= 0xC2 && b0 <= 0xDF) len = 2, cp = b0 & 0x1F, min = 0x80;
-    else if (b0 >= 0xE0 && b0 <= 0xEF) len = 3, cp = b0 & 0x0F, min = 0x800;
-    else if (b0 >= 0xF0 && b0 <= 0xF4) len = 4, cp = b0 & 0x07, min = 0x10000;
-    else return error("invalid UTF-8 byte in a string");
-    if (s_.size() - pos_ < static_cast<size_t>(len)) return error("truncated UTF-8 sequence in a string");
-    for (int i = 1; i < len; ++i) {
-      const auto b = static_cast<unsigned char>(s_[pos_ + i]);
-      if ((b & 0xC0) != 0x80) return error("invalid UTF-8 continuation byte in a string");
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return error("invalid UTF-8 code point in a string");
-    }
-    out.append(s_.substr(pos_, len));
-    pos_ += len;
-    return {};
-  }
-
-  Status string(std::string& out) {
-    ++pos_;  // opening quote
-    while (true) {
-      if (pos_ >= s_.size()) return error("unterminated string");
-      const char c = s_[pos_];
-      if (c == '"') {
-        ++pos_;
-        return {};
-      }
-      if (static_cast<unsigned char>(c) < 0x20) return error("control character in a string");
-      if (static_cast<unsigned char>(c) >= 0x80) {
-        CERA_RETURN_IF_ERROR(utf8_sequence(out));
-        continue;
-      }
-      if (c != '\\') {
-        out += c;
-        ++pos_;
-        continue;
-      }
-      ++pos_;
-      if (pos_ >= s_.size()) return error("unterminated escape");
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          uint32_t cp = 0;
-          CERA_RETURN_IF_ERROR(hex4(cp));
-          if (cp >= 0xDC00 && cp <= 0xDFFF) return error("lone low surrogate in a \\u escape");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (s_.substr(pos_, 2) != "\\u") return error("high surrogate without a low surrogate");
-            pos_ += 2;
-            uint32_t lo = 0;
-            CERA_RETURN_IF_ERROR(hex4(lo));
-            if (lo < 0xDC00 || lo > 0xDFFF) return error("high surrogate followed by a non-low surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          }
-          put_utf8(out, cp);
-          break;
-        }
-        default:
-          --pos_;
-          return error(std::string("unknown escape '\\") + e + "'");
-      }
-    }
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
+  std::vector<Frame> stack_;
+  JsonValue root_;
+  Status error_;
+  bool too_deep_ = false;
+  size_t depth_at_ = 0;
 };
 
 }  // namespace
 
-Result<JsonValue> parse_json(std::string_view text) { return Parser(text).document(); }
+Result<JsonValue> parse_json(std::string_view text) {
+  Builder b;
+  nlohmann::json::sax_parse(text.begin(), text.end(), &b, nlohmann::json::input_format_t::json, /*strict=*/true);
+  if (b.too_deep()) {
+    // The opening bracket past the limit: the first position where the nesting exceeds it.
+    size_t depth = 0, at = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (in_string) {
+        if (c == '\\') ++i;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if ((c == '[' || c == '{') && ++depth > kMaxDepth) {
+        at = i;
+        break;
+      } else if (c == ']' || c == '}') {
+        --depth;
+      }
+    }
+    b.stopped_at(at);
+  }
+  return std::move(b).result(text);
+}
 
 Result<JsonValue> read_json_file(const std::string& path) {
   // The largest JSON files of a checkpoint are tokenizer.json files of a few tens of MB.

@@ -1,6 +1,7 @@
-// A small strict JSON reader (RFC 8259) for config.json, tokenizer.json and safetensors headers.
-// Objects keep their members in file order (tokenizer vocabularies are looked up by key, but
-// merges and added tokens are order-sensitive); errors name the line, column and byte offset.
+// The JSON reader for config.json, tokenizer.json and safetensors headers: strict RFC 8259, parsed
+// by nlohmann-json (the project's one JSON library) into JsonValue, whose objects keep their
+// members in file order (tokenizer vocabularies are looked up by key, but merges and added tokens
+// are order-sensitive); errors name the line, column and byte offset.
 #pragma once
 
 #include <cstdint>

@@ -49,27 +49,28 @@ struct BadCase {
 };
 
 TEST(Json, RejectsInvalidInputWithPosition) {
+  // The wording is nlohmann-json's (the project's JSON library); each names what is wrong and where.
   const BadCase cases[] = {
       {"", "line 1, column 1"},
-      {"{\"a\": 1,}", "expected a string key"},
-      {"[1, 2", "expected ',' or ']'"},
+      {"{\"a\": 1,}", "expected string literal"},
+      {"[1, 2", "expected ']'"},
       {"{\"a\" 1}", "expected ':'"},
-      {"01", "leading zero"},
-      {"1.", "digit after '.'"},
-      {"-", "expected a digit"},
+      {"01", "unexpected number literal"},
+      {"1.", "expected digit after '.'"},
+      {"-", "expected digit after '-'"},
       {"1e", "exponent"},
-      {"+1", "unexpected character '+'"},
-      {"tru", "unexpected character 't'"},
-      {"\"abc", "unterminated string"},
+      {"+1", "invalid literal; last read: '+'"},
+      {"tru", "invalid literal; last read: 'tru'"},
+      {"\"abc", "missing closing quote"},
       {"\"a\tb\"", "control character"},
-      {"\"\\x\"", "unknown escape"},
-      {"\"\\ud800\"", "high surrogate"},
-      {"\"\\udc00\"", "lone low surrogate"},
-      {"\"\\u12G4\"", "bad hex digit"},
-      {"\"\xC0\x80\"", "invalid UTF-8"},
-      {"\"\xED\xA0\x80\"", "invalid UTF-8 code point"},
+      {"\"\\x\"", "forbidden character after backslash"},
+      {"\"\\ud800\"", "surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"},
+      {"\"\\udc00\"", "surrogate U+DC00..U+DFFF must follow U+D800..U+DBFF"},
+      {"\"\\u12G4\"", "must be followed by 4 hex digits"},
+      {"\"\xC0\x80\"", "ill-formed UTF-8"},
+      {"\"\xED\xA0\x80\"", "ill-formed UTF-8"},
       {"\"\xE4\xB8\"", "UTF-8"},
-      {"[1] [2]", "after the JSON value"},
+      {"[1] [2]", "expected end of input"},
       {"{\"a\": 1}\n\n  x", "line 3, column 3"},
   };
   for (const BadCase& c : cases) {
@@ -96,6 +97,28 @@ TEST(Json, ReadFileNamesThePath) {
   auto v = read_json_file("/nonexistent/config.json");
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.status().message().find("/nonexistent/config.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cera::format
+
+namespace cera::format {
+namespace {
+
+TEST(Json, KeepsDuplicateMembersInOrderAndIntegersExactToInt64) {
+  auto v = parse_json(R"({"a": 1, "b": [], "a": 2, "max": 9223372036854775807, "over": 9223372036854775808,
+                          "min": -9223372036854775808})");
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  ASSERT_EQ(v->size(), 6u);
+  EXPECT_EQ(v->find("a")->as_int(), 1);  // the first of two
+  EXPECT_EQ((*v->as_object())[2].first, "a");
+  EXPECT_EQ(v->find("max")->as_int(), INT64_MAX);
+  EXPECT_FALSE(v->find("over")->as_int().has_value());
+  EXPECT_DOUBLE_EQ(*v->find("over")->as_double(), 9223372036854775808.0);
+  EXPECT_EQ(v->find("min")->as_int(), INT64_MIN);
+  auto deep = parse_json("[[" + std::string(600, '{'));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("line 1, column"), std::string::npos) << deep.status().message();
 }
 
 }  // namespace
