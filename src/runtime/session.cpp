@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "core/check.h"
+#include "runtime/prompt_truncation.h"
 
 namespace cera::runtime {
 namespace {
@@ -161,13 +162,7 @@ Result<std::span<const int32_t>> Session::fit_append(std::span<const int32_t> to
                         (len > 0 || all_logits ? std::string() : std::string(", or let long prompts be truncated")) +
                         ", or shorten the text");
   }
-  // Truncation of a first prompt: its head (n_keep tokens, at least BOS) and its tail.
-  int64_t head = std::clamp<int64_t>(options_.n_keep, 0, n_ctx_ / 2);
-  if (head == 0 && tokens[0] == tokenizer_.bos()) head = 1;
-  const int64_t tail = std::max<int64_t>(1, (n_ctx_ - head) / 2);
-  storage.assign(tokens.begin(), tokens.begin() + head);
-  storage.insert(storage.end(), tokens.end() - tail, tokens.end());
-  stats_.n_prompt_tokens_dropped += n - head - tail;
+  stats_.n_prompt_tokens_dropped += truncate_long_prompt(tokens, n_ctx_, options_.n_keep, tokenizer_.bos(), storage);
   return std::span<const int32_t>(storage);
 }
 

@@ -10,30 +10,20 @@
 #include <set>
 
 #include "api/engine.h"
-#include "convert/hf_convert.h"
-#include "convert/parity_fixture.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
+#include "fixture_models.h"
 #include "runtime/engine/engine_test_helpers.h"
 #include "test_device.h"
 
 namespace cera::runtime {
 namespace {
 
-std::filesystem::path model_path(const std::string& name) {
-  if (name == "gemma3") return test::parity_fixture_dir(name) / "model.gguf";
-  const auto gguf = test::temp_dir() / (name + "-engine-loop-f32.gguf");
-  if (!std::filesystem::exists(gguf)) {
-    auto r = convert::convert_hf({.dir = test::parity_fixture_dir(name), .output = gguf, .type = DType::kF32});
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-  }
-  return gguf;
-}
 
 class EngineLoopModels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EngineLoopModels, BatchedWithPreemptionEqualsAlone) {
-  auto engine = api::Engine::load({.model_path = model_path(GetParam()), .device = api::DeviceChoice::kCpu,
+  auto engine = api::Engine::load({.model_path = test::fixture_gguf(GetParam()), .device = api::DeviceChoice::kCpu,
                                    .kv_type = api::KvTypeChoice::kF32});
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   model::Model& m = (*engine)->model();
@@ -85,6 +75,27 @@ std::vector<double> log_softmax(std::span<const float> logits) {
   return out;
 }
 
+// The largest |logprob - reference| over a one-token turn's 5 top logprobs, the reference being a
+// fresh Session's log-softmax after `prompt` (the engine's model must be free: no loop running).
+double max_logprob_delta(api::Engine& engine, int32_t n_ctx, const std::vector<int32_t>& prompt,
+                         const RequestResult& turn) {
+  auto fresh = engine.new_session({.n_ctx = n_ctx});
+  EXPECT_TRUE(fresh.ok());
+  if (!fresh.ok() || !(*fresh)->append_tokens(prompt).ok()) {
+    ADD_FAILURE() << "the reference Session could not evaluate the prompt";
+    return INFINITY;
+  }
+  const std::vector<double> want_lp = log_softmax((*fresh)->last_logits());
+  EXPECT_EQ(turn.logprobs.size(), 1u);
+  if (turn.logprobs.size() != 1) return INFINITY;
+  EXPECT_EQ(turn.logprobs[0].top.size(), 5u);
+  double max_delta = 0;
+  for (const TokenLogprob& t : turn.logprobs[0].top) {
+    max_delta = std::max(max_delta, std::fabs(t.logprob - want_lp[static_cast<size_t>(t.token)]));
+  }
+  return max_delta;
+}
+
 class EngineLoopPipelined : public ::testing::TestWithParam<std::string> {};
 
 // Greedy decode with the overlap forced on (every step queued before the previous token is read
@@ -98,7 +109,7 @@ class EngineLoopPipelined : public ::testing::TestWithParam<std::string> {};
 TEST_P(EngineLoopPipelined, StopStringsAndTheNextTurnEqualTheReference) {
   const test::TestDevice device = test::test_device();
   ASSERT_TRUE(device.error.empty()) << device.error;
-  auto engine = api::Engine::load({.model_path = model_path(GetParam()), .device = device.choice,
+  auto engine = api::Engine::load({.model_path = test::fixture_gguf(GetParam()), .device = device.choice,
                                    .kv_type = api::KvTypeChoice::kF32});
   ASSERT_TRUE(engine.ok()) << engine.status().to_string() << " (CERA_TEST_DEVICE=" << device.name << ")";
   model::Model& m = (*engine)->model();
@@ -147,16 +158,7 @@ TEST_P(EngineLoopPipelined, StopStringsAndTheNextTurnEqualTheReference) {
     EXPECT_GT((*loop)->stats().n_steps_ahead, 0);
     EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok()) << (*loop)->check_pool_after_shutdown().to_string();
     loop->reset();
-    auto fresh = (*engine)->new_session({.n_ctx = n_ctx});
-    ASSERT_TRUE(fresh.ok());
-    ASSERT_TRUE((*fresh)->append_tokens(next).ok());
-    const std::vector<double> want_lp = log_softmax((*fresh)->last_logits());
-    ASSERT_EQ(turn.logprobs.size(), 1u);
-    ASSERT_EQ(turn.logprobs[0].top.size(), 5u);
-    double max_delta = 0;
-    for (const TokenLogprob& t : turn.logprobs[0].top) {
-      max_delta = std::max(max_delta, std::fabs(t.logprob - want_lp[static_cast<size_t>(t.token)]));
-    }
+    const double max_delta = max_logprob_delta(**engine, n_ctx, next, turn);
     EXPECT_LT(max_delta, 1e-4) << (stops.empty() ? "token limit" : "stop string");
     std::printf("%s pipelined greedy (%s): %zu tokens, %s, next turn %d cached tokens, max |delta logprob| = %.2e\n",
                 GetParam().c_str(), stops.empty() ? "token limit" : "stop string", got.tokens.size(),
@@ -192,7 +194,7 @@ TEST_P(EngineLoopPipelined, EndOfGenerationAndTheNextTurnEqualTheReference) {
   std::vector<int32_t> prompt;
   test::ReferenceRun plain;
   {
-    auto engine = api::Engine::load({.model_path = model_path(GetParam()), .device = device.choice,
+    auto engine = api::Engine::load({.model_path = test::fixture_gguf(GetParam()), .device = device.choice,
                                      .kv_type = api::KvTypeChoice::kF32});
     ASSERT_TRUE(engine.ok()) << engine.status().to_string() << " (CERA_TEST_DEVICE=" << device.name << ")";
     prompt = (*engine)->tokenizer().encode("The quick brown fox jumps over the lazy dog.", {.add_special = true});
@@ -210,7 +212,7 @@ TEST_P(EngineLoopPipelined, EndOfGenerationAndTheNextTurnEqualTheReference) {
     const int32_t eos = plain.tokens[k];
     const size_t first = static_cast<size_t>(std::find(plain.tokens.begin(), plain.tokens.end(), eos) - plain.tokens.begin());
     if (first != k || !offsets.insert((prompt.size() + first) % block).second) continue;  // generation ends at `first`
-    auto engine = api::Engine::load({.model_path = with_eos(model_path(GetParam()), eos), .device = device.choice,
+    auto engine = api::Engine::load({.model_path = with_eos(test::fixture_gguf(GetParam()), eos), .device = device.choice,
                                      .kv_type = api::KvTypeChoice::kF32});
     ASSERT_TRUE(engine.ok()) << engine.status().to_string();
     const tokenizer::Tokenizer& tok = (*engine)->tokenizer();
@@ -244,16 +246,7 @@ TEST_P(EngineLoopPipelined, EndOfGenerationAndTheNextTurnEqualTheReference) {
     (*loop)->shutdown(ShutdownMode::kDrain);
     EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok()) << (*loop)->check_pool_after_shutdown().to_string();
     loop->reset();  // the fresh Session runs the model next
-    auto fresh = (*engine)->new_session({.n_ctx = n_ctx});
-    ASSERT_TRUE(fresh.ok());
-    ASSERT_TRUE((*fresh)->append_tokens(next).ok());
-    const std::vector<double> want_lp = log_softmax((*fresh)->last_logits());
-    ASSERT_EQ(turn.logprobs.size(), 1u);
-    ASSERT_EQ(turn.logprobs[0].top.size(), 5u);
-    double max_delta = 0;
-    for (const TokenLogprob& t : turn.logprobs[0].top) {
-      max_delta = std::max(max_delta, std::fabs(t.logprob - want_lp[static_cast<size_t>(t.token)]));
-    }
+    const double max_delta = max_logprob_delta(**engine, n_ctx, next, turn);
     EXPECT_LT(max_delta, 1e-4) << "end after " << first << " tokens";
     std::printf("%s pipelined greedy, end of generation after %zu tokens (context %zu, offset %zu in a block): next "
                 "turn %d cached tokens, max |delta logprob| = %.2e\n",

@@ -16,8 +16,7 @@
 #include <cstdio>
 
 #include "api/engine.h"
-#include "convert/hf_convert.h"
-#include "convert/parity_fixture.h"
+#include "fixture_models.h"
 #include "runtime/engine/engine_test_helpers.h"
 #include "test_device.h"
 
@@ -28,15 +27,6 @@ constexpr int32_t kPrefix = 1000;  // a multiple of the block size: the whole pr
 constexpr int32_t kBlock = 8;
 constexpr int32_t kSuffixA = 37, kSuffixB = 23, kGen = 12;
 
-std::filesystem::path model_path(const std::string& name) {
-  if (name == "gemma3") return test::parity_fixture_dir(name) / "model.gguf";
-  const auto gguf = test::temp_dir() / (name + "-prefix-cache-f32.gguf");
-  if (!std::filesystem::exists(gguf)) {
-    auto r = convert::convert_hf({.dir = test::parity_fixture_dir(name), .output = gguf, .type = DType::kF32});
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-  }
-  return gguf;
-}
 
 class PrefixCacheModels : public ::testing::TestWithParam<std::string> {
  protected:
@@ -44,7 +34,7 @@ class PrefixCacheModels : public ::testing::TestWithParam<std::string> {
     const test::TestDevice device = test::test_device();
     ASSERT_TRUE(device.error.empty()) << device.error;
     tolerance_ = device.choice == api::DeviceChoice::kCpu ? 0.0f : 1e-3f;
-    auto e = api::Engine::load({.model_path = model_path(GetParam()), .device = device.choice,
+    auto e = api::Engine::load({.model_path = test::fixture_gguf(GetParam()), .device = device.choice,
                                 .kv_type = api::KvTypeChoice::kF32});
     ASSERT_TRUE(e.ok()) << e.status().to_string();
     engine_ = std::move(e).value();

@@ -28,6 +28,8 @@ class StoriesEngineTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     return std::move(s).value();
   }
+  static model::Model& model() { return engine_->model(); }
+  static const tokenizer::Tokenizer& tok() { return engine_->tokenizer(); }
   inline static api::Engine* engine_ = nullptr;
 };
 

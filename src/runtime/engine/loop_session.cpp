@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "runtime/prompt_truncation.h"
+
 namespace cera::runtime {
 namespace {
 
@@ -70,31 +72,16 @@ Result<std::span<const int32_t>> LoopSession::fit(std::span<const int32_t> token
                         (len > 0 ? std::string() : std::string(", or let long prompts be truncated")) +
                         ", or shorten the text");
   }
-  // Truncation of a first prompt: its head (n_keep tokens, at least BOS) and its tail.
-  int64_t head = std::clamp<int64_t>(options_.n_keep, 0, n_ctx / 2);
-  if (head == 0 && tokens[0] == tokenizer_->bos()) head = 1;
-  const int64_t tail = std::max<int64_t>(1, (n_ctx - head) / 2);
-  storage.assign(tokens.begin(), tokens.begin() + head);
-  storage.insert(storage.end(), tokens.end() - tail, tokens.end());
-  stats_.n_prompt_tokens_dropped += n - head - tail;
+  stats_.n_prompt_tokens_dropped += truncate_long_prompt(tokens, n_ctx, options_.n_keep, tokenizer_->bos(), storage);
   return std::span<const int32_t>(storage);
 }
 
 Result<GenerateResult> LoopSession::generate(const GenerateOptions& options, const TextSink& sink) {
   if (tokens_.empty()) return invalid_argument("nothing to continue from: append a prompt (or BOS) first");
   // A reply that ended on the full context (by its token limit, or kContextFull) left one token
-  // more than the context holds: shift before going on, as an append would.
-  if (static_cast<int32_t>(tokens_.size()) > n_ctx()) {
-    if (!options_.context_shift) {
-      return out_of_range("context is full: " + std::to_string(tokens_.size()) + " tokens, the context holds " +
-                          std::to_string(n_ctx()) + "; use a larger context or allow context shifts");
-    }
-    const auto len = static_cast<int64_t>(tokens_.size());
-    const int64_t keep = std::min<int64_t>(n_keep_, len - 1);
-    const int64_t discard = std::max<int64_t>((len - keep) / 2, len - n_ctx());
-    tokens_.erase(tokens_.begin() + keep, tokens_.begin() + keep + discard);
-    ++stats_.n_context_shifts;
-  }
+  // more than the context holds: make room as an append of nothing would (a shift, or the error).
+  std::vector<int32_t> unused;
+  CERA_RETURN_IF_ERROR(fit({}, unused).status());
   RequestParams p{.prompt = tokens_,
                   .sampling = options.sampling,
                   .max_tokens = options.max_tokens,

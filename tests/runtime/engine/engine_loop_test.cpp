@@ -19,8 +19,6 @@ using test::RequestSpec;
 
 class EngineLoopTest : public test::StoriesEngineTest {
  protected:
-  model::Model& model() { return engine_->model(); }
-  const tokenizer::Tokenizer& tok() { return engine_->tokenizer(); }
   // Demand of a set of requests in KV tokens: every prompt plus every token it may generate.
   static int32_t demand(const std::vector<RequestSpec>& specs) {
     int32_t d = 0;

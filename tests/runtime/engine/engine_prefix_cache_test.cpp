@@ -16,8 +16,6 @@ using test::RequestSpec;
 
 class EnginePrefixCache : public test::StoriesEngineTest {
  protected:
-  model::Model& model() { return engine_->model(); }
-  const tokenizer::Tokenizer& tok() { return engine_->tokenizer(); }
   static EngineLoopOptions without_cache(EngineLoopOptions o) {
     o.prefix_cache = false;
     return o;

@@ -16,8 +16,6 @@ namespace {
 
 class EngineSamplingTest : public test::StoriesEngineTest {
  protected:
-  model::Model& model() { return engine_->model(); }
-  const tokenizer::Tokenizer& tok() { return engine_->tokenizer(); }
 
   // The logits row before each of `tokens` (the first after the prompt), one token per forward
   // through Session: what the model gives, independent of the loop.

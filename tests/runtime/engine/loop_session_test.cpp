@@ -30,7 +30,6 @@ class LoopSessionTest : public test::StoriesEngineTest {
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     return std::move(s).value();
   }
-  const tokenizer::Tokenizer& tok() { return engine_->tokenizer(); }
 };
 
 const GenerateOptions kGreedy{.max_tokens = 60, .sampling = {.temperature = 0.0f}};
