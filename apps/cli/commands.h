@@ -15,5 +15,6 @@ void register_run(CLI::App& app);         // cmd_run.cpp
 void register_logits(CLI::App& app);      // cmd_logits.cpp
 void register_bench(CLI::App& app);       // cmd_bench.cpp
 void register_chat(CLI::App& app);        // cmd_chat.cpp
+void register_serve(CLI::App& app);       // cmd_serve.cpp
 
 }  // namespace cera::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "cera 0.1.0");
   cera::cli::register_run(app);
   cera::cli::register_chat(app);
+  cera::cli::register_serve(app);
   cera::cli::register_bench(app);
   cera::cli::register_logits(app);
   cera::cli::register_inspect(app);

@@ -12,6 +12,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kIo: return "i/o error";
     case ErrorCode::kOutOfRange: return "out of range";
     case ErrorCode::kCancelled: return "cancelled";
+    case ErrorCode::kUnavailable: return "unavailable";
     case ErrorCode::kInternal: return "internal error";
   }
   return "unknown error";

@@ -19,6 +19,7 @@ enum class ErrorCode {
   kIo,               // the operating system said no
   kOutOfRange,       // a size or index beyond a limit
   kCancelled,
+  kUnavailable,      // cannot be done now, may be later (a full queue): try again
   kInternal,
 };
 
@@ -51,6 +52,7 @@ inline Status corrupt(std::string m) { return {ErrorCode::kCorrupt, std::move(m)
 inline Status unsupported(std::string m) { return {ErrorCode::kUnsupported, std::move(m)}; }
 inline Status io_error(std::string m) { return {ErrorCode::kIo, std::move(m)}; }
 inline Status out_of_range(std::string m) { return {ErrorCode::kOutOfRange, std::move(m)}; }
+inline Status unavailable(std::string m) { return {ErrorCode::kUnavailable, std::move(m)}; }
 
 // A value or the Status that explains why there is none. Never holds an ok Status.
 template <class T>

@@ -155,8 +155,9 @@ async function send() {
     }
     if (!res.ok) throw new ServerError(await errorText(res));
 
+    let done = false;
     for await (const data of sseEvents(res.body)) {
-      if (data === "[DONE]") break;
+      if (data === "[DONE]") { done = true; break; }
       const chunk = JSON.parse(data);
       if (chunk.error) throw new ServerError("Server error: " + (chunk.error.message || data));
       if (chunk.usage) usage = chunk.usage;
@@ -172,6 +173,7 @@ async function send() {
         scrollDown(false);
       }
     }
+    if (!done) throw new ServerError("The server closed the stream before it finished");
     convo.push(turn, { role: "assistant", content });
     reply.meta.textContent = stats(usage ? usage.completion_tokens : chunks, started, firstToken, finish);
   } catch (err) {
@@ -183,7 +185,10 @@ async function send() {
     } else {
       // Refused or broken: the turn is not kept, so the next request is still a valid conversation.
       if (!content) reply.bubble.remove();
-      addBubble("error", err instanceof ServerError ? err.message : "Error: " + err.message);
+      const why = err instanceof ServerError ? err.message
+        : err instanceof TypeError ? "Connection lost during the reply (" + err.message + ")"
+        : "Error: " + err.message;
+      addBubble("error", why);
       if (!ui.input.value) ui.input.value = text;
     }
   } finally {

@@ -64,7 +64,10 @@ EngineLoop::EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCa
       n_vocab_(model.hparams().n_vocab),
       max_batch_tokens_(sc.max_batch_tokens),
       pool_view_(std::make_unique<LoopPool>(*this)),
-      scheduler_(sc, pool_view_.get()) {}
+      scheduler_(sc, pool_view_.get()) {
+  stats_.n_kv_blocks = cache_.n_blocks();
+  stats_.n_kv_blocks_free = cache_.n_free_blocks();
+}
 
 Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
                                                        const EngineLoopOptions& options) {
@@ -173,6 +176,8 @@ EngineLoopStats EngineLoop::stats() const {
   std::lock_guard lock(mu_);
   EngineLoopStats s = stats_;
   s.n_preemptions = scheduler_.n_preemptions();
+  s.n_running = scheduler_.n_running();
+  s.n_waiting = scheduler_.n_waiting();
   return s;
 }
 
@@ -202,6 +207,7 @@ bool EngineLoop::step() {
   std::vector<Live*> cancelled;
   {
     std::unique_lock lock(mu_);
+    stats_.n_kv_blocks_free = cache_.n_free_blocks();  // before an idle wait too: it shows the pool at rest
     wake_.wait(lock, [&] { return stopping_ || !scheduler_.idle(); });
     if (scheduler_.idle()) {  // stopping, and nothing is left
       drop_ahead();
@@ -563,6 +569,7 @@ void EngineLoop::finish(Live& l, FinishReason reason, Status status) {
     live_.erase(it);
     ++stats_.n_finished;
   }
+  if (owned->params.on_finish) owned->params.on_finish(owned->result);
   {
     std::lock_guard lock(shared->mu);
     shared->result = std::move(l.result);

@@ -82,6 +82,12 @@ struct EngineLoopStats {
   int64_t n_prefix_hits = 0;
   int64_t n_prefix_query_tokens = 0;
   int64_t n_prompt_tokens_cached = 0;
+  // Now: requests holding KV and queued; the pool's blocks and those free (blocks only the prefix
+  // cache holds count as free: they are evicted on demand), as of the loop's last step.
+  int32_t n_running = 0;
+  int32_t n_waiting = 0;
+  int32_t n_kv_blocks = 0;
+  int32_t n_kv_blocks_free = 0;
 };
 
 class EngineLoop {

@@ -63,6 +63,10 @@ struct TokenLogprobs {
 };
 // Called right after on_token for the same token (requests with logprobs only).
 using RequestLogprobsSink = std::function<void(const TokenLogprobs&)>;
+struct RequestResult;
+// Called once when the request ends, after its last on_text and before its handle reports it done,
+// with the result the handle will hold (a server wakes its stream on it instead of polling).
+using RequestFinishSink = std::function<void(const RequestResult&)>;
 
 inline constexpr int32_t kMaxTopLogprobs = 20;     // OpenAI's limit
 inline constexpr float kMaxAbsLogitBias = 1e30f;  // so that logit + bias stays finite
@@ -92,6 +96,7 @@ struct RequestParams {
   bool logprobs = false;     // RequestResult::logprobs and on_logprobs, one entry per generated token
   int32_t top_logprobs = 0;  // alternatives per token, 0..kMaxTopLogprobs; > 0 needs logprobs
   RequestLogprobsSink on_logprobs;
+  RequestFinishSink on_finish;
   // Extra key of the prefix cache: requests share cached blocks only under the same value (a
   // LoRA adapter, a per-user salt so that timing cannot reveal another user's prompt).
   uint64_t cache_salt = 0;

@@ -24,7 +24,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvPoolView* pool)
 Status Scheduler::add(RequestId id, int32_t n_prompt) {
   CERA_CHECK(n_prompt > 0);
   if (n_waiting() >= config_.max_waiting) {
-    return out_of_range("the waiting queue is full: " + std::to_string(config_.max_waiting) +
+    return unavailable("the waiting queue is full: " + std::to_string(config_.max_waiting) +
                         " requests wait already (max_waiting)");
   }
   if (n_prompt > config_.n_ctx) {
