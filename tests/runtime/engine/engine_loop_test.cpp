@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "runtime/engine/engine_test_helpers.h"
@@ -319,6 +320,51 @@ void EngineLoopTest::context_shift_matches_reference(DecodePipeline pipeline) {
 TEST_F(EngineLoopTest, ContextShiftMatchesSession) { context_shift_matches_reference(DecodePipeline::kOff); }
 TEST_F(EngineLoopTest, ContextShiftMatchesSessionPipelined) { context_shift_matches_reference(DecodePipeline::kOn); }
 
+// on_finish runs once, after the last text, with the result the handle then reports; the gauges
+// show a running and a waiting request, and a pool whose blocks are all free once both ended.
+TEST_F(EngineLoopTest, OnFinishAndPoolGauges) {
+  auto loop = EngineLoop::create(model(), tok(), {.n_ctx = 64, .max_running = 1, .max_waiting = 2, .kv_tokens = 128});
+  ASSERT_TRUE(loop.ok());
+  EXPECT_EQ((*loop)->stats().n_kv_blocks, 128 / 16);
+  test::Gate gate;
+  std::mutex mu;
+  std::string streamed;
+  std::vector<RequestResult> finished;
+  RequestParams p{.prompt = {1, 100, 200}, .max_tokens = 12, .stop_at_end_of_generation = false, .on_token = gate.sink()};
+  p.sampling.temperature = 0;
+  p.on_text = [&](std::string_view t) {
+    std::lock_guard lock(mu);
+    streamed += t;
+  };
+  p.on_finish = [&](const RequestResult& r) {
+    std::lock_guard lock(mu);
+    finished.push_back(r);
+    EXPECT_EQ(streamed, r.text);  // nothing streams after on_finish
+  };
+  auto running = (*loop)->submit(p);
+  ASSERT_TRUE(running.ok());
+  gate.wait_reached();
+  auto waiting = (*loop)->submit({.prompt = {1}, .max_tokens = 1});
+  ASSERT_TRUE(waiting.ok());
+  const EngineLoopStats busy = (*loop)->stats();
+  EXPECT_EQ(busy.n_running, 1);
+  EXPECT_EQ(busy.n_waiting, 1);
+  gate.open();
+  const RequestResult& r = running->wait();
+  waiting->wait();
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(finished.size(), 1u);
+    EXPECT_EQ(finished[0].tokens, r.tokens);
+    EXPECT_EQ(finished[0].text, r.text);
+    EXPECT_EQ(r.tokens.size(), 12u);
+  }
+  (*loop)->shutdown(ShutdownMode::kDrain);
+  const EngineLoopStats idle = (*loop)->stats();
+  EXPECT_EQ(idle.n_running + idle.n_waiting, 0);
+  EXPECT_EQ(idle.n_kv_blocks_free, idle.n_kv_blocks);
+}
+
 TEST_F(EngineLoopTest, SubmitErrorsNameTheProblem) {
   auto loop = EngineLoop::create(model(), tok(), {.n_ctx = 64, .max_running = 1, .max_waiting = 2});
   ASSERT_TRUE(loop.ok());
@@ -334,7 +380,7 @@ TEST_F(EngineLoopTest, SubmitErrorsNameTheProblem) {
   ASSERT_TRUE((*loop)->submit({.prompt = {1}, .max_tokens = 1}).ok());
   ASSERT_TRUE((*loop)->submit({.prompt = {1}, .max_tokens = 1}).ok());
   const Status full = (*loop)->submit({.prompt = {1}, .max_tokens = 1}).status();
-  EXPECT_EQ(full.code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ(full.code(), ErrorCode::kUnavailable);
   EXPECT_NE(full.message().find("max_waiting"), std::string::npos) << full.message();
   gate.open();
   EXPECT_EQ(running->wait().reason, FinishReason::kMaxTokens);

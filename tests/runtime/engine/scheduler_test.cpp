@@ -85,7 +85,7 @@ TEST(Scheduler, TheQueueIsBoundedAndImpossiblePromptsAreRefused) {
   ASSERT_TRUE(s.add(1, 5).ok());
   ASSERT_TRUE(s.add(2, 5).ok());
   const Status full = s.add(3, 5);
-  EXPECT_EQ(full.code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ(full.code(), ErrorCode::kUnavailable);
   EXPECT_NE(full.message().find("2 requests"), std::string::npos) << full.message();
   EXPECT_NE(full.message().find("max_waiting"), std::string::npos) << full.message();
   s.schedule();  // both admitted: the queue has room again
