@@ -48,10 +48,10 @@ async function loadModel() {
     }
     if (!res.ok) throw new Error(await errorText(res));
     const body = await res.json();
-    ui.model.textContent = body.data && body.data.length ? body.data[0].id : "(no model)";
+    ui.model.textContent = ui.model.title = body.data && body.data.length ? body.data[0].id : "(no model)";
     ui.model.classList.remove("bad");
   } catch (err) {
-    ui.model.textContent = err.message;
+    ui.model.textContent = ui.model.title = err.message;  // the title shows what the ellipsis cut
     ui.model.classList.add("bad");
   }
 }
