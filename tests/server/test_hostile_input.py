@@ -246,7 +246,7 @@ def test_fuzzed_requests_get_4xx(server):
     summary = f"statuses of {N_REQUESTS} fuzzed requests: {dict(sorted(counts.items(), key=str))}"
     print("\n" + summary)
     assert server.alive(), f"the server died:\n{server.stderr_text()}"
-    assert not bad, f"{summary}\n{len(bad)} of {N_REQUESTS} did not get a 4xx:\n" + "\n".join(bad[:40])
+    assert not bad, f"{summary}\n{len(bad)} of {N_REQUESTS} did not get a 4xx, the first ones:\n" + "\n".join(bad[:8])
 
 
 def test_normal_request_afterwards(server):
