@@ -147,7 +147,9 @@ def tokenize(client, text):
 
 
 def build_prompts(client, n_prompts, n_tokens, seed):
-    """n_prompts prompts of exactly n_tokens ids each, every one with its own first two ids."""
+    """n_prompts prompts of exactly n_tokens ids each, each with its own leading ids (the first one
+    differs between any two prompts while there are more distinct ids than prompts; beyond that,
+    the first k ids together, k the fewest digits in base len(distinct ids) that number them)."""
     rng = random.Random(seed)
     corpus = " ".join(rng.choice(WORDS) for _ in range(max(2000, 4 * n_tokens)))
     ids = tokenize(client, corpus)
@@ -157,12 +159,15 @@ def build_prompts(client, n_prompts, n_tokens, seed):
     if len(uniq) < 2:
         raise SystemExit("the corpus tokenized to fewer than 2 distinct ids")
     u = len(uniq)
-    if n_prompts > u * u:
-        raise SystemExit(f"{n_prompts} prompts need more than {u} distinct ids")
+    k = 1
+    while u ** k < n_prompts:
+        k += 1
+    if k > n_tokens // 2:
+        raise SystemExit(f"{n_prompts} prompts of {n_tokens} ids: too few distinct ids ({u})")
     span = len(ids) - n_tokens
     prompts = []
     for i in range(n_prompts):
-        head = [uniq[i % u], uniq[(i // u) % u]]
+        head = [uniq[(i // u ** d) % u] for d in range(k)]
         off = (i * 7919) % span
         prompts.append((head + ids[off:off + n_tokens])[:n_tokens])
     return prompts, u
