@@ -58,6 +58,10 @@ Status HttpServer::start() {
   s.set_write_timeout(options_.idle_timeout_seconds, 0);
   s.set_keep_alive_timeout(options_.idle_timeout_seconds);
   s.set_keep_alive_max_count(1000);  // httplib closes a connection after 5 requests by default
+  // Each SSE event is a small write: without TCP_NODELAY, Nagle holds the next one back until the
+  // client ACKs the last, and a delayed ACK makes that ~40 ms (measured: TTFT 42.8 ms against the
+  // loop's 2.5 ms on a tiny model).
+  s.set_tcp_nodelay(true);
 
   // Before any route: CORS (only when asked for) and the API key.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
