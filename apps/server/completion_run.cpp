@@ -43,7 +43,8 @@ std::variant<std::unique_ptr<CompletionRun>, ApiError> CompletionRun::start(cons
     }
     p.on_finish = [shared, i, arrival, n_prompt, &metrics](const runtime::RequestResult& result) {
       metrics.e2e_latency.observe(std::chrono::duration<double>(Clock::now() - arrival).count());
-      metrics.prompt_tokens.fetch_add(static_cast<uint64_t>(n_prompt), std::memory_order_relaxed);
+      // The prompt is the request's, once, as in its usage, however many choices share it.
+      if (i == 0) metrics.prompt_tokens.fetch_add(static_cast<uint64_t>(n_prompt), std::memory_order_relaxed);
       switch (result.reason) {
         case runtime::FinishReason::kEndOfGeneration:
         case runtime::FinishReason::kStopString: metrics.requests_stop.fetch_add(1); break;

@@ -42,8 +42,9 @@ std::variant<Json, ApiError> parse_request_body(std::string_view body, int max_d
   Json json;
   try {
     json = Json::parse(body.begin(), body.end());
-  } catch (const Json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ..."
+  } catch (const Json::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ..." (or
+    // out_of_range.406 "number overflow parsing '1e400'": a number no double holds).
     std::string what = e.what();
     if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
     return bad_request("the body is not valid JSON: " + what, "", "invalid_json");

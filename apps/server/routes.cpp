@@ -122,8 +122,9 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
   res.set_chunked_content_provider(
       "text/event-stream",
       [st](size_t, httplib::DataSink& sink) { return st->finished || pump(*st, sink); },
-      [st](bool success) {
-        if (success && st->finished) return;
+      [st](bool) {
+        // Everything was sent (httplib may still report failure: the client closed after [DONE]).
+        if (st->finished) return;
         // The client went away (or the write timed out): the requests leave the batch at the
         // loop's next step and their KV blocks go back to the pool.
         st->run->cancel();

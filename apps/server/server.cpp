@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 
 #include "api_error.h"
 #include "web_assets.h"
@@ -56,7 +59,9 @@ Status HttpServer::start() {
   s.set_payload_max_length(options_.max_body_bytes);
   s.set_read_timeout(options_.idle_timeout_seconds, 0);
   s.set_write_timeout(options_.idle_timeout_seconds, 0);
-  s.set_keep_alive_timeout(options_.idle_timeout_seconds);
+  // An idle keep-alive connection is kept at most 5 s: httplib's stop() waits for every
+  // connection's thread, and an idle one notices only when its keep-alive wait ends.
+  s.set_keep_alive_timeout(std::min(options_.idle_timeout_seconds, 5));
   s.set_keep_alive_max_count(1000);  // httplib closes a connection after 5 requests by default
   // Each SSE event is a small write: without TCP_NODELAY, Nagle holds the next one back until the
   // client ACKs the last, and a delayed ACK makes that ~40 ms (measured: TTFT 42.8 ms against the
@@ -111,6 +116,17 @@ Status HttpServer::start() {
   });
   s.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics_.count_http_response(res.status); });
 
+  // Debian's httplib listens with a backlog of 5, compiled into the library: 256 clients that
+  // connect at once overflow it and get resets. The listening socket passes through here before
+  // its bind; once bound it listens again with the system's maximum (Linux lets a listening socket
+  // change its backlog). SO_REUSEADDR only, not httplib's SO_REUSEPORT: a port another server
+  // holds must be refused, not shared.
+  s.set_socket_options([this](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (listen_fd_ < 0) listen_fd_ = sock;
+  });
+
   install_routes();
 
   port_ = options_.port == 0 ? s.bind_to_any_port(options_.host) : (s.bind_to_port(options_.host, options_.port) ? options_.port : -1);
@@ -118,6 +134,9 @@ Status HttpServer::start() {
     return io_error(fmt::format("cannot listen on {}:{} (is the port taken, or the address not this machine's?): "
                                 "choose another with --host / --port",
                                 options_.host, options_.port));
+  }
+  if (listen_fd_ < 0 || ::listen(listen_fd_, SOMAXCONN) != 0) {
+    return io_error(fmt::format("cannot raise the listen backlog of {}:{} to {}", options_.host, port_, SOMAXCONN));
   }
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   return {};

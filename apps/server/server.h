@@ -70,6 +70,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  int listen_fd_ = -1;  // the listening socket (start())
   std::atomic<const ServedModel*> model_{nullptr};
   Metrics metrics_;
 };
