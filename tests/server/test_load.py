@@ -5,7 +5,7 @@
 import asyncio
 import time
 
-import httpx
+import httpx2 as httpx  # the HTTP library of openai 3 (pinned in requirements.txt)
 import openai
 import pytest
 
@@ -62,6 +62,7 @@ async def one_client(client, i, t0):
 
 
 async def run_clients(server):
+    # A pool that holds every client's connection at once (openai's default keeps fewer).
     limits = httpx.Limits(max_connections=CLIENTS + 16, max_keepalive_connections=CLIENTS + 16)
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0)) as http:
         client = openai.AsyncOpenAI(base_url=server.base_url + "/v1", api_key="none", max_retries=0, http_client=http)
