@@ -12,10 +12,12 @@
 namespace cera::server {
 namespace {
 
-// Constant-time comparison: the time a wrong key takes must not tell how much of it was right.
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(b.size(), 1)]);
+// Constant-time in the key's bytes: the time a wrong key takes must not tell how much of it was
+// right (its length may show).
+bool same_secret(std::string_view given, std::string_view key) {
+  if (given.size() != key.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ key[i]);
   return diff == 0;
 }
 
