@@ -9,7 +9,6 @@
 #include "bench_concurrency.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -212,12 +211,6 @@ RunResult median_of(const std::vector<RunResult>& runs) {
   m.step_ms = med(&RunResult::step_ms);
   m.row_gap_ms = med(&RunResult::row_gap_ms);
   return m;
-}
-
-uint64_t physical_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
 // The pool: --kv-tokens, or every request's P + G rounded up to whole blocks (the scheduler holds

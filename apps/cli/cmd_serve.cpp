@@ -4,7 +4,6 @@
 // (sigwait, with the signals blocked everywhere else), so stopping is ordinary code: cancel every
 // request in the loop (blocked handlers wake with their results), then close the HTTP server.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -35,11 +34,6 @@ struct ServeOptions {
 };
 
 inline constexpr int kDefaultServeContext = 4096;
-
-uint64_t physical_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
-}
 
 std::string model_id(const ServeOptions& o) {
   if (!o.alias.empty()) return o.alias;

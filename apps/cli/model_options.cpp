@@ -10,13 +10,13 @@
 #include "progress.h"
 
 namespace cera::cli {
-namespace {
-
 uint64_t physical_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
+
+namespace {
 
 double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1ull << 30); }
 

@@ -39,5 +39,7 @@ std::unique_ptr<runtime::Session> new_session_or_exit(const char* command, api::
 std::unique_ptr<runtime::EngineLoop> new_loop_or_exit(const char* command, api::Engine& engine, const ModelOptions& model,
                                                       const char* ctx_option = "-c");
 [[noreturn]] void fail(const char* command, const Status& status);
+// This machine's memory in bytes (0 when the system does not say), for refusing KV caches that cannot fit.
+uint64_t physical_memory_bytes();
 
 }  // namespace cera::cli

@@ -32,7 +32,6 @@ std::variant<std::unique_ptr<CompletionRun>, ApiError> CompletionRun::start(cons
       timing->last = now;
       metrics.generation_tokens.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard lock(shared->mu);
-      ++shared->pending[i].n_tokens;
       ++shared->n_tokens;
     };
     if (p.logprobs) {

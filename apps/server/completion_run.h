@@ -26,7 +26,6 @@ namespace cera::server {
 struct ChoiceNews {
   std::string text;
   std::vector<runtime::TokenLogprobs> logprobs;
-  int32_t n_tokens = 0;
   std::optional<runtime::RequestResult> result;  // once, when the choice ended
 };
 

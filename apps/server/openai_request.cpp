@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
+#include <mutex>
 #include <random>
 
 namespace cera::server {

@@ -4,36 +4,14 @@
 
 #include <cmath>
 
+#include "format/json.h"
+
 namespace cera::server {
-namespace {
-
-// The deepest [ / { nesting of a JSON text, counted outside strings, stopping once past `limit`:
-// the library parses iteratively, but a document nested 100,000 deep would still cost a node per
-// level before we could refuse it.
-int nesting_depth(std::string_view text, int limit) {
-  int depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) break;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-}  // namespace
 
 std::variant<Json, ApiError> parse_request_body(std::string_view body, int max_depth) {
-  if (nesting_depth(body, max_depth) > max_depth) {
+  // Checked before the library builds anything: it parses iteratively, but a document nested
+  // 100,000 deep would still cost a node per level before it could be refused.
+  if (format::json_nesting_past(body, static_cast<size_t>(max_depth)) != std::string_view::npos) {
     return bad_request(fmt::format("the JSON body nests deeper than the server's limit of {} levels "
                                    "(--max-json-depth sets it)",
                                    max_depth),

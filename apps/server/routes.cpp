@@ -17,12 +17,6 @@
 namespace cera::server {
 namespace {
 
-void write_error(httplib::Response& res, const ApiError& error) {
-  res.status = error.status;
-  if (error.retry_after_seconds > 0) res.set_header("Retry-After", std::to_string(error.retry_after_seconds));
-  res.set_content(error_body(error), "application/json");
-}
-
 void write_json(httplib::Response& res, const Json& body) { res.set_content(dump(body), "application/json"); }
 
 std::string sse(const Json& event) { return "data: " + dump(event) + "\n\n"; }

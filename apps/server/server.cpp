@@ -28,13 +28,13 @@ bool is_public_path(const std::string& path) {
   return false;
 }
 
+}  // namespace
+
 void write_error(httplib::Response& res, const ApiError& error) {
   res.status = error.status;
   if (error.retry_after_seconds > 0) res.set_header("Retry-After", std::to_string(error.retry_after_seconds));
   res.set_content(error_body(error), "application/json");
 }
-
-}  // namespace
 
 HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {}
 

@@ -26,6 +26,10 @@ struct Response;
 
 namespace cera::server {
 
+struct ApiError;
+// The refusal as the response: status, Retry-After when it has one, {"error": ...} body.
+void write_error(httplib::Response& res, const ApiError& error);
+
 struct ServerOptions {
   std::string host = "127.0.0.1";  // loopback unless the operator says otherwise
   int port = 8080;                 // 0: any free port (bound_port() tells)

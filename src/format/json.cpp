@@ -177,29 +177,30 @@ class Builder final : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
+size_t json_nesting_past(std::string_view text, size_t max_depth) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if ((c == '[' || c == '{') && ++depth > max_depth) {
+      return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 Result<JsonValue> parse_json(std::string_view text) {
   Builder b;
   nlohmann::json::sax_parse(text.begin(), text.end(), &b, nlohmann::json::input_format_t::json, /*strict=*/true);
-  if (b.too_deep()) {
-    // The opening bracket past the limit: the first position where the nesting exceeds it.
-    size_t depth = 0, at = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-      const char c = text[i];
-      if (in_string) {
-        if (c == '\\') ++i;
-        else if (c == '"') in_string = false;
-      } else if (c == '"') {
-        in_string = true;
-      } else if ((c == '[' || c == '{') && ++depth > kMaxDepth) {
-        at = i;
-        break;
-      } else if (c == ']' || c == '}') {
-        --depth;
-      }
-    }
-    b.stopped_at(at);
-  }
+  // The opening bracket past the limit: the first position where the nesting exceeds it.
+  if (b.too_deep()) b.stopped_at(json_nesting_past(text, kMaxDepth));
   return std::move(b).result(text);
 }
 

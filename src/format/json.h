@@ -63,6 +63,11 @@ class JsonValue {
 // Parses one JSON document (surrounding whitespace allowed, nothing else). Nesting deeper than
 // 512 levels is refused so hostile input cannot exhaust the stack. Strings must be valid UTF-8;
 // \u escapes including surrogate pairs are decoded, lone surrogates are errors.
+// The byte offset of the first '[' or '{' that opens nesting level max_depth + 1 (brackets
+// inside strings do not count), or std::string_view::npos when the text nests no deeper. A scan
+// of the bytes, valid JSON or not: a caller can refuse deep nesting before any parse.
+size_t json_nesting_past(std::string_view text, size_t max_depth);
+
 Result<JsonValue> parse_json(std::string_view text);
 
 // Reads and parses a file; errors are prefixed with the path.
