@@ -1,20 +1,27 @@
 // Batched equals alone on the test device (CERA_TEST_DEVICE=cpu, the default, or cuda), on
-// stories260K and on the real SmolLM2-135M Q4_1: 64 greedy requests with prompts of 1-300 tokens,
+// stories260K, on the real SmolLM2-135M Q4_1 and on a synthetic Q4_0 llama (`cera synth --shape
+// tiny` with stories260K's vocabulary: a quantized model small enough to travel with the tests,
+// whose every matmul shape gemm_rows takes): 64 greedy requests with prompts of 1-300 tokens,
 // random max_tokens, submitted at random times while others run, each one's tokens against its
 // solo run through a loop of one on the same device and K/V type. F32 K/V must give equal tokens
 // (bit-exact on the CPU), and on CUDA for stories260K. On CUDA a quantized model is reported, not
 // asserted, and so is F16 K/V: a row of a step of more than 16 tokens goes through the prompt
 // GEMM (f16 weights, cuBLAS) while the same row alone decodes through the GEMV (int8
 // activations), so near ties flip: measured on the H200, SmolLM2 Q4_1 with F32 K/V had 29 of 64
-// requests differ, F16 39 (docs/benchmarks/serving.md). Row-invariant kernels at every batch size
-// are the CUDA batch-kernel issue's; the test prints how many requests differ and where the first does.
+// requests differ, F16 39 (docs/benchmarks/serving.md). With CERA_CUDA_BATCH_INVARIANT=1 every
+// matmul runs through gemm_rows, whose rows do not depend on their batch (ops/cuda/cuda_ops.h),
+// and every case must give equal tokens; otherwise the test prints how many requests differ and
+// where the first does.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
 #include <thread>
 
 #include "api/engine.h"
+#include "convert/synth.h"
 #include "model_cache.h"
 #include "runtime/engine/engine_test_helpers.h"
 #include "stories_model.h"
@@ -24,9 +31,21 @@ namespace cera::runtime {
 namespace {
 
 struct DeviceCase {
-  const char* name;  // "stories260K" or "smollm2"
+  const char* name;  // "stories260K", "smollm2" or "tiny_q4_0"
   api::KvTypeChoice kv;
 };
+
+// `cera synth --shape tiny --type q4_0` (2 layers of 256, random weights) with stories260K's
+// tokenizer, written once per test process.
+std::filesystem::path tiny_q4_0_gguf() {
+  static const std::filesystem::path path = [] {
+    const auto out = test::temp_dir() / "tiny-q4_0.gguf";
+    auto r = convert::synth_model({.shape = "tiny", .type = DType::kQ4_0, .output = out, .vocab_from = test::stories_gguf()});
+    if (!r.ok()) throw std::runtime_error("cannot synthesize the tiny Q4_0 model: " + r.status().to_string());
+    return out;
+  }();
+  return path;
+}
 
 std::string case_name(const ::testing::TestParamInfo<DeviceCase>& info) {
   return std::string(info.param.name) + (info.param.kv == api::KvTypeChoice::kF32 ? "_f32" : "_f16");
@@ -39,7 +58,10 @@ TEST_P(EngineLoopOnDevice, BatchedEqualsAlone) {
   const test::TestDevice device = test::test_device();
   ASSERT_TRUE(device.error.empty()) << device.error;
   const bool stories = std::string(c.name) == "stories260K";
-  const std::filesystem::path path = stories ? test::stories_gguf() : test::model_cache() / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  const bool tiny = std::string(c.name) == "tiny_q4_0";
+  const std::filesystem::path path = stories ? test::stories_gguf()
+                                     : tiny  ? tiny_q4_0_gguf()
+                                             : test::model_cache() / "SmolLM2-135M-Instruct.Q4_1.gguf";
   ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing: run `make models`";
   auto engine = api::Engine::load({.model_path = path, .device = device.choice, .kv_type = c.kv});
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
@@ -55,7 +77,7 @@ TEST_P(EngineLoopOnDevice, BatchedEqualsAlone) {
   // SmolLM2 on the 2-core CPU decodes ~60 tokens/s alone: shorter outputs keep the case near a
   // minute; sanitizer builds run a quarter of the requests.
   const int n = test::requests_for(64, 16);
-  const int32_t max_gen = on_cpu && !stories ? 24 : 120;
+  const int32_t max_gen = on_cpu && !stories && !tiny ? 24 : 120;
   std::mt19937 rng(1764);
   const std::vector<test::RequestSpec> specs = test::random_specs(rng, n, 300, max_gen, tok);
   const EngineLoopOptions base{.n_ctx = 512, .kv_type = kv_type};
@@ -109,7 +131,9 @@ INSTANTIATE_TEST_SUITE_P(Models, EngineLoopOnDevice,
                          ::testing::Values(DeviceCase{"stories260K", api::KvTypeChoice::kF32},
                                            DeviceCase{"stories260K", api::KvTypeChoice::kF16},
                                            DeviceCase{"smollm2", api::KvTypeChoice::kF32},
-                                           DeviceCase{"smollm2", api::KvTypeChoice::kF16}),
+                                           DeviceCase{"smollm2", api::KvTypeChoice::kF16},
+                                           DeviceCase{"tiny_q4_0", api::KvTypeChoice::kF32},
+                                           DeviceCase{"tiny_q4_0", api::KvTypeChoice::kF16}),
                          case_name);
 
 }  // namespace

@@ -4,11 +4,16 @@
 // graphs relaunched with new host arrays, a block table that outgrows its staging slot) and
 // batches of other sizes (new topologies) in between. The logits must agree to 1e-5
 // (‖graph − eager‖₂ / ‖eager‖₂; the fused kernels repeat the verbs' float operations, so in
-// practice they agree to the last bit) and with the CPU backend to 2e-3 (8-bit activations).
+// practice they agree to the last bit) and with the CPU backend to 2e-3 while every matmul has
+// been a GEMV (8-bit activations, as the CPU's), 6e-2 once a batch of several rows has gone
+// through gemm_rows (f16 activations: the CPU's 8-bit ones are off the exact product by up to
+// ~1/127 of sum |w x| in every matmul, and the K/V of that batch stay in the cache; measured on
+// the H200: 0.024-0.047). The kernels themselves are held to the CPU in cuda_matmul_test.
 #include <cmath>
 
 #include "cuda_test_util.h"
 #include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/gemm_rows.h"
 #include "quant/quant.h"
 
 namespace cera::ops::test {
@@ -76,7 +81,7 @@ class MiniModel {
     }
     norm_ = make_tensor(b, {n_embd, 1, 1, 1}, h.norm);
     freq_factors_ = h.freq_factors;
-    const int64_t n = 8;
+    const int64_t n = 64;  // the largest batch of any test
     x_ = make_tensor(b, {n_embd, n, 1, 1}, std::vector<float>(n_embd * n));
     hb_ = make_tensor(b, {n_embd, n, 1, 1}, std::vector<float>(n_embd * n));
     q_ = make_tensor(b, {kHead * kHeadDim, n, 1, 1}, std::vector<float>(kHead * kHeadDim * n));
@@ -159,7 +164,10 @@ class MiniModel {
 
 // Decode steps and small batches through both backends (and the CPU for n_embd 256); returns
 // nothing, the comparisons are the test's.
-void run_steps(int64_t n_embd, bool with_cpu, DType down1 = DType::kQ4_K) {
+const std::vector<int64_t> kDecodeBatches = {3, 1, 1, 1, 1, 1, 1, 1, 1, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1};
+
+void run_steps(int64_t n_embd, bool with_cpu, DType down1 = DType::kQ4_K,
+               const std::vector<int64_t>& batches = kDecodeBatches) {
   auto eager = make_cuda_backend({.graphs = false});
   auto graph = make_cuda_backend({.graphs = true});
   ASSERT_TRUE(eager.ok() && graph.ok());
@@ -167,10 +175,11 @@ void run_steps(int64_t n_embd, bool with_cpu, DType down1 = DType::kQ4_K) {
   HostWeights hw = make_weights(rng, n_embd, down1);
   MiniModel m_eager(**eager, hw), m_graph(**graph, hw), m_cpu(*backends().cpu, hw);
   // Blocks handed out in a scrambled order; the table grows one block per kBlock tokens.
-  const std::vector<int32_t> pool = {17, 3, 40, 9, 22, 0, 31, 12, 5, 60, 44, 27, 8, 51, 36, 2};
+  std::vector<int32_t> pool;
+  for (int32_t i = 0; i < kSlots / kBlock; ++i) pool.push_back((17 + 37 * i) % (kSlots / kBlock));
   std::vector<int32_t> table;
   int32_t pos = 0;
-  const std::vector<int64_t> batches = {3, 1, 1, 1, 1, 1, 1, 1, 1, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1};
+  bool rows_seen = false;
   std::uniform_int_distribution<int32_t> tok(0, kVocab - 1);
   for (size_t step = 0; step < batches.size(); ++step) {
     std::vector<int32_t> tokens(size_t(batches[step]));
@@ -179,9 +188,10 @@ void run_steps(int64_t n_embd, bool with_cpu, DType down1 = DType::kQ4_K) {
     const auto a = m_eager.forward(tokens, pos, table);
     const auto b = m_graph.forward(tokens, pos, table);
     CERA_EXPECT_CLOSE(b, a, 1e-5, "graph vs eager, step " + std::to_string(step));
+    rows_seen = rows_seen || (int64_t(tokens.size()) >= cuda::rows_min() && int64_t(tokens.size()) <= cuda::rows_max());
     if (with_cpu) {
       const auto c = m_cpu.forward(tokens, pos, table);
-      CERA_EXPECT_CLOSE(b, c, 2e-3, "graph vs cpu, step " + std::to_string(step));
+      CERA_EXPECT_CLOSE(b, c, rows_seen ? 6e-2 : 2e-3, "graph vs cpu, step " + std::to_string(step));
     }
     pos += int32_t(tokens.size());
   }
@@ -207,6 +217,13 @@ TEST(CudaGraph, ReplayedForwardMatchesEagerAtWidth1056) {
 TEST(CudaGraph, ReplayedForwardMatchesEagerWithAQ8_0DownProjection) {
   CERA_SKIP_WITHOUT_CUDA();
   run_steps(256, true, DType::kQ4_0);
+}
+
+// Serving-sized batches (gemm_rows, recorded like the GEMVs since issue 19): 17 to 64 rows, each
+// size a new topology, with single tokens between, up to 162 cache positions.
+TEST(CudaGraph, ReplayedServingBatchesMatchEager) {
+  CERA_SKIP_WITHOUT_CUDA();
+  run_steps(256, true, DType::kQ4_0, {40, 1, 17, 1, 1, 33, 1, 2, 64, 1, 1});
 }
 
 }  // namespace

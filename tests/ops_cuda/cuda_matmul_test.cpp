@@ -1,15 +1,16 @@
 // matmul and embed of the CUDA backend against the CPU backend, every supported weight type over
-// a sweep of odd and even shapes and batch sizes covering every path (GEMV for <= 16 tokens; above,
-// the f16 copy + cuBLAS path, or with CERA_CUDA_GEMM=mma the tensor-core GEMM of gemm_q.cu for
-// every type but F32: scripts/cuda-check.sh runs the suite both ways). The error of each output
+// a sweep of odd and even shapes and batch sizes covering every path (gemm_rows.h's matmul_path:
+// the GEMV for 1 token, and for <= 16 where gemm_rows cannot take the weight; gemm_rows for 2-256
+// tokens; above, the f16 copy + cuBLAS path, or with CERA_CUDA_GEMM=mma the tensor-core GEMM of
+// gemm_q.cu for every type but F32: scripts/cuda-check.sh runs the suite both ways). The error of each output
 // is measured against S = sum_i |w_i * x_i| (the
 // dequantized weights times the float activations), which stays meaningful when a dot product
 // cancels to near zero: max |gpu - cpu| / S must be under
 //  - 2e-5 on the GEMV path, every type: the GPU quantizes activations exactly like the CPU (Q8_0
 //    or Q8_K), so the integer block dots agree and only the float summation order differs;
 //  - 2e-5 for F32 weights on the cuBLAS path (float32 SGEMM);
-//  - 2e-3 for F16 and 1e-2 for BF16 and the block formats on the prefill path (gemm_q and
-//    cuBLAS alike: f16 or bf16 operands, f32 accumulation): activations are rounded to f16
+//  - 2e-3 for F16 and 1e-2 for BF16 and the block formats on gemm_rows and the prefill path
+//    (gemm_q and cuBLAS alike: f16 or bf16 operands, f32 accumulation): activations are rounded to f16
 //    (2^-11) or bf16 (2^-8) there, dequantized weights to f16 (2^-11), and the CPU's 8-bit
 //    activations are off the exact product by up to ~1/127 of S.
 // Embedding rows are exact dequantizations: 1e-6 on ‖gpu − cpu‖₂ / ‖cpu‖₂.
@@ -18,6 +19,7 @@
 
 #include "core/half.h"
 #include "cuda_test_util.h"
+#include "ops/cuda/gemm_rows.h"
 #include "quant/quant.h"
 
 namespace cera::ops::test {
@@ -40,8 +42,8 @@ std::vector<std::byte> random_weight(std::mt19937& rng, DType t, int64_t n_in, i
   return w;
 }
 
-double tolerance(DType t, int64_t n_tokens) {
-  if (n_tokens <= 16 || t == DType::kF32) return 2e-5;
+double tolerance(DType t, cuda::MatmulPath path) {
+  if (path == cuda::MatmulPath::kGemv || t == DType::kF32) return 2e-5;
   return t == DType::kF16 ? 2e-3 : 1e-2;
 }
 
@@ -84,9 +86,11 @@ void check_matmul(DType t, int64_t n_in, int64_t n_out, int64_t n_tokens, bool w
   const std::vector<float> bias = random_floats(rng, size_t(n_out));
   std::vector<float> results[2];
   Backend* list[2] = {be.cuda.get(), be.cpu.get()};
+  cuda::MatmulPath path = cuda::MatmulPath::kGemv;
   for (int i = 0; i < 2; ++i) {
     Backend& b = *list[i];
     Imported w = import(b, t, wbytes, n_in, n_out);
+    if (i == 0) path = cuda::matmul_path(w.view, n_tokens);
     Tensor xt = make_tensor(b, {n_in, n_tokens, 1, 1}, x);
     Tensor bt = make_tensor(b, {n_out, 1, 1, 1}, bias);
     Tensor out = make_tensor(b, {n_out, n_tokens, 1, 1}, std::vector<float>(size_t(n_out * n_tokens)));
@@ -94,8 +98,9 @@ void check_matmul(DType t, int64_t n_in, int64_t n_out, int64_t n_tokens, bool w
     b.matmul(out.view, w.view, xt.view, with_bias ? &bt.view : nullptr);
     results[i] = read_tensor(b, out.view);
   }
-  EXPECT_LE(scaled_error(results[0], results[1], t, wbytes, x, n_in, n_out), tolerance(t, n_tokens))
-      << dtype_name(t) << " n_in=" << n_in << " n_out=" << n_out << " n_tokens=" << n_tokens;
+  EXPECT_LE(scaled_error(results[0], results[1], t, wbytes, x, n_in, n_out), tolerance(t, path))
+      << dtype_name(t) << " n_in=" << n_in << " n_out=" << n_out << " n_tokens=" << n_tokens
+      << " path=" << int(path);
 }
 
 TEST(CudaMatmul, EveryTypeShapeAndBatch) {
@@ -119,8 +124,37 @@ TEST(CudaMatmul, EveryTypeShapeAndBatch) {
   }
 }
 
+// The tensor-core GEMM of the serving batches (gemm_rows.cu: 16, 32 or 64 tokens x 64 or 128
+// rows x 128 or 64 k a stage, k split across blocks when the tiles are few): every row count
+// 1-256 that changes a tile or leaves a tail (odd and even, 1 and 15 tokens past a tile), weight
+// rows that leave 1 and 7 rows in the last tile, k with a partial last stage (96, 1056, 2816
+// and, for F16/BF16, 40 = 8 mod 32), a k long enough to split (4096 with 64 rows) and a weight
+// with enough tiles not to split (17000 rows at 16 tokens). Outputs are poisoned first
+// (check_matmul); tolerances as for the prefill path.
+TEST(CudaMatmul, ServingRowsEveryTypeAndTail) {
+  CERA_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(256);
+  const std::vector<int64_t> rows = quick_sweep()
+      ? std::vector<int64_t>{2, 16, 17, 33, 64, 65, 129, 256}
+      : std::vector<int64_t>{2, 3, 4, 5, 7, 8, 15, 16, 17, 24, 31, 32, 33, 47, 63, 64, 65, 96, 127, 128, 129, 191, 200, 255, 256};
+  for (DType t : kTypes) {
+    if (t == DType::kF32) continue;  // not gemm_rows' (the GEMV and SGEMM paths above)
+    const bool k_quant = dtype_block_size(t) == 256, plain = dtype_block_size(t) == 1;
+    std::vector<int64_t> n_ins = k_quant ? std::vector<int64_t>{256, 2816} : std::vector<int64_t>{96, 1056};
+    if (plain) n_ins.push_back(40);
+    for (int64_t n_in : n_ins) {
+      for (int64_t n_out : {65, 135}) {
+        for (int64_t n_tokens : rows) check_matmul(t, n_in, n_out, n_tokens, (n_tokens + n_out) % 2 == 0, rng);
+      }
+    }
+    for (int64_t n_tokens : {5, 40}) check_matmul(t, 4096, 64, n_tokens, true, rng);
+    if (!quick_sweep()) check_matmul(t, k_quant ? 256 : 64, 17000, 16, false, rng);
+  }
+}
+
 // The tensor-core GEMM (gemm_q.cu, 128 tokens x 128 rows x 64 k per block): token counts that
-// leave 1, 33, 2 and 0 tokens in the last tile, row counts that leave a partial tile with an odd
+// leave 1, 44 and 0 tokens in the last tile (257, 300, 512; up to 256 the batch is gemm_rows'),
+// row counts that leave a partial tile with an odd
 // (scalar stores) and an even (paired stores) output stride, k with a half-filled last stage
 // (n_in % 64 == 32) and, for F16/BF16, n_in % 32 == 8. Tolerances as for the cuBLAS path: the
 // kernel rounds weights and activations to f16 (bf16 for BF16) and accumulates in f32.
@@ -132,8 +166,9 @@ TEST(CudaMatmul, PrefillTilesAndTails) {
     std::vector<int64_t> n_ins = k_quant ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{96, 320};
     if (plain) n_ins.push_back(40);
     if (quick_sweep()) n_ins.resize(1);
+    // (Up to 256 tokens gemm_rows takes the batch: 257, 300 and 512 are gemm_q's or cuBLAS'.)
     const std::vector<int64_t> batches =
-        quick_sweep() ? std::vector<int64_t>{17, 130} : std::vector<int64_t>{17, 33, 130, 512};
+        quick_sweep() ? std::vector<int64_t>{17, 300} : std::vector<int64_t>{17, 33, 130, 257, 300, 512};
     for (int64_t n_in : n_ins) {
       for (int64_t n_out : {131, 200}) {
         for (int64_t n_tokens : batches) check_matmul(t, n_in, n_out, n_tokens, n_out == 200, rng);
@@ -284,7 +319,7 @@ TEST(CudaMatmul, PrefillCopiesMadeAheadFollowTheWeights) {
   CERA_SKIP_WITHOUT_CUDA();
   Backends& be = backends();
   std::mt19937 rng(77);
-  const int64_t n_in = 256, n_tokens = 40;
+  const int64_t n_in = 256, n_tokens = 300;  // past gemm_rows' 256
   const DType types[] = {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K};
   const int64_t n_outs[] = {96, 200, 64};
   std::vector<std::byte> bytes[3];
@@ -305,7 +340,8 @@ TEST(CudaMatmul, PrefillCopiesMadeAheadFollowTheWeights) {
   auto check = [&](int i) {
     const auto got = product(*be.cuda, cuda_w[i], x_cuda, n_outs[i]);
     const auto ref = product(*be.cpu, cpu_w[i], x_cpu, n_outs[i]);
-    EXPECT_LE(scaled_error(got, ref, types[i], bytes[i], x, n_in, n_outs[i]), tolerance(types[i], n_tokens))
+    EXPECT_LE(scaled_error(got, ref, types[i], bytes[i], x, n_in, n_outs[i]),
+              tolerance(types[i], cuda::matmul_path(cuda_w[i].view, n_tokens)))
         << "weight " << i;
   };
   for (int round = 0; round < 3; ++round) {

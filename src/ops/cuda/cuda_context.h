@@ -50,6 +50,7 @@ enum class ScratchKind : uint8_t {
   kTopK,        // candidate keys and log-sum-exp partials of top_k's rounds
   kAttnArrivals,  // attention's per-(head group, token) split counters (zeroed_scratch)
   kGemvQueues,    // the streaming GEMV's row-group queues, one slot a launch (zeroed_scratch)
+  kGemmSplit,     // gemm_rows' split-K arrival counters, then its partial tiles (zeroed_scratch)
   kCount,
 };
 

@@ -10,17 +10,19 @@
 
 namespace cera::ops::cuda {
 
-// Batches of at most this many tokens use the GEMV kernels (weights read once, dp4a on 8-bit
-// activations); larger ones the tensor-core (cuBLAS) path.
+// The most tokens a GEMV launch takes (weights read once, dp4a on 8-bit activations). Which
+// kernel a batch gets is gemm_rows.h's matmul_path: the GEMV for single tokens, gemm_rows for
+// serving batches, the prompt path above.
 inline constexpr int64_t kGemvMaxTokens = 16;
 
 // CERA_CUDA_BATCH_INVARIANT=1: every row is computed by the same kernels whatever else shares its
 // forward, so a request's tokens do not depend on its batch (the engine loop's batched equals
-// alone on quantized models). Matmuls of more than kGemvMaxTokens rows run as GEMVs of at most
-// that many rows (the GEMV treats each row on its own: int8 activations per row, a fixed
-// reduction order), attention never takes the prompt kernel and splits the context as for one
-// token, and graphs are off (their fused replays are not the eager calls). Prompts pay: they are
-// evaluated 16 rows a GEMV instead of by the tensor-core GEMM.
+// alone on quantized models). Every matmul runs through gemm_rows, whose per-row sums have one
+// order for a weight whatever the batch (gemm_rows.cu), in chunks of 256 rows (the GEMV, whose
+// rows are independent too, in chunks of kGemvMaxTokens for weights gemm_rows cannot take: F32,
+// odd F16 widths); attention never takes the prompt kernel and splits the context as for one
+// token, and graphs are off (their fused replays are not the eager calls). Single tokens pay:
+// they decode through gemm_rows instead of the GEMV.
 bool batch_invariant();
 
 void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,

@@ -6,6 +6,7 @@
 
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/gemm_rows.h"
 #include "ops/cuda/fused.h"
 #include "ops/cuda/launch.cuh"
 
@@ -357,18 +358,25 @@ size_t fuse_rope_store(CudaContext& ctx, const Call& rq, const Call* rk, const C
   return 3;
 }
 
-// matmul ; matmul [; matmul] on the same x, weights of one type and width: one GEMV launch.
+// matmul ; matmul [; matmul] on the same x, weights of one type and width: one GEMV launch, or
+// one gemm_rows launch for serving batches.
 size_t fuse_matmuls(CudaContext& ctx, std::span<const Call> calls, size_t i) {
   const Call& m0 = calls[i];
-  if (m0.b.rows() > kGemvMaxTokens || m0.b.rows() == 0) return 0;
+  if (m0.b.rows() == 0) return 0;
+  const MatmulPath path = matmul_path(m0.a, m0.b.rows());
+  if (path == MatmulPath::kPrefill) return 0;
   size_t n = 1;
   while (n < size_t(kMaxGemvParts) && i + n < calls.size()) {
     const Call& m = calls[i + n];
-    if (m.verb != Verb::kMatmul || !same_view(m.b, m0.b) || m.a.dtype != m0.a.dtype || m.a.cols() != m0.a.cols()) break;
+    if (m.verb != Verb::kMatmul || !same_view(m.b, m0.b) || m.a.dtype != m0.a.dtype || m.a.cols() != m0.a.cols() ||
+        matmul_path(m.a, m.b.rows()) != path) {
+      break;
+    }
     ++n;
   }
   if (n < 2) return 0;
   GemvTarget parts[kMaxGemvParts];
+  RowsTarget rows[kMaxGemvParts];
   for (size_t k = 0; k < n; ++k) {
     const Call& m = calls[i + k];
     if (m.out.rows() == 0 || m.a.rows() == 0 || !disjoint(m.out, m0.b)) return 0;
@@ -376,8 +384,13 @@ size_t fuse_matmuls(CudaContext& ctx, std::span<const Call> calls, size_t i) {
       if (!disjoint(m.out, calls[i + j].out)) return 0;
     }
     parts[k] = {m.out, m.a, m.c.data != nullptr ? &m.c : nullptr};
+    rows[k] = {m.out, m.a, m.c.data != nullptr ? &m.c : nullptr};
   }
-  gemv_parts(ctx, m0.b, std::span(parts, n));
+  if (path == MatmulPath::kRows) {
+    gemm_rows_parts(ctx, m0.b, std::span(rows, n));
+  } else {
+    gemv_parts(ctx, m0.b, std::span(parts, n));
+  }
   return n;
 }
 
@@ -390,6 +403,7 @@ size_t fuse_gated(CudaContext& ctx, std::span<const Call> calls, size_t i) {
   const Call& u = calls[i + 1];
   const Call& a = calls[i + 2];
   if (u.verb != Verb::kMatmul || a.verb != Verb::kGatedActivation || g.b.rows() == 0) return 0;
+  if (matmul_path(g.a, g.b.rows()) != MatmulPath::kGemv) return 0;
   if (!same_view(u.b, g.b) || u.a.dtype != g.a.dtype || u.a.cols() != g.a.cols() || u.a.rows() != g.a.rows()) return 0;
   if (!same_view(a.a, g.out) || !same_view(a.b, u.out) || a.out.dtype != DType::kF32) return 0;
   const TensorView* views[] = {&g.out, &u.out, &a.out, &g.b};
@@ -407,7 +421,10 @@ size_t fuse_gated(CudaContext& ctx, std::span<const Call> calls, size_t i) {
 // matmul(H, W, X) ; add_scaled(R, R, H, s): the residual add in the GEMV's epilogue (GemvTarget::
 // residual); R must be apart from H, X and the weight. The norm that follows then reads R only.
 size_t fuse_matmul_add(CudaContext& ctx, const Call& m, const Call* add) {
-  if (add == nullptr || add->verb != Verb::kAddScaled || m.b.rows() > kGemvMaxTokens || m.b.rows() == 0) return 0;
+  if (add == nullptr || add->verb != Verb::kAddScaled || m.b.rows() == 0 ||
+      matmul_path(m.a, m.b.rows()) != MatmulPath::kGemv) {
+    return 0;
+  }
   const TensorView& r = add->out;
   if (!same_view(add->a, r) || !same_view(add->b, m.out) || r.dtype != DType::kF32) return 0;
   if (r.cols() != m.out.cols() || r.rows() != m.out.rows() || !disjoint(r, m.out) || !disjoint(r, m.b)) return 0;

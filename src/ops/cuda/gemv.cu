@@ -7,6 +7,7 @@
 
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/gemm_rows.h"
 #include "ops/cuda/gemv_kernels.cuh"
 #include "ops/cuda/gemv_stream.cuh"
 #include "ops/cuda/launch.cuh"
@@ -311,7 +312,7 @@ ActQ8 quantize_activations(CudaContext& ctx, const TensorView& x, int64_t act_bl
 }
 
 bool gemv_takes_q8_0(const TensorView& weight, int64_t n_tokens) {
-  return n_tokens <= kGemvMaxTokens && dtype_block_size(weight.dtype) == 32;
+  return matmul_path(weight, n_tokens) == MatmulPath::kGemv && dtype_block_size(weight.dtype) == 32;
 }
 
 void gemv(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/gemm_rows.h"
 #include "ops/cuda/fused.h"
 #include "ops/cuda/graph.h"
 #include "ops/cuda/profile.h"
@@ -198,10 +199,12 @@ void GraphRunner::clear_entries() {
 }
 
 bool GraphRunner::recordable(const Call& c) const {
-  // cuBLAS-sized batches run eagerly: they are GPU-bound and cuBLAS may allocate.
-  if (c.verb == Verb::kMatmul) return c.b.rows() <= kGemvMaxTokens;
-  if (c.verb == Verb::kEmbed) return int64_t(c.i[0].size()) <= kGemvMaxTokens;
-  if (c.verb == Verb::kEmbedIds) return c.b.n_elements() <= kGemvMaxTokens;
+  // Prompt batches (the cuBLAS path) run eagerly: they are GPU-bound and cuBLAS may allocate.
+  // Serving batches (gemm_rows, up to 256 rows) are recorded like the GEMVs: a step of 64 rows
+  // is ~450 launches, whose host cost eagerly was as large as the step's device time.
+  if (c.verb == Verb::kMatmul) return matmul_path(c.a, c.b.rows()) != MatmulPath::kPrefill;
+  if (c.verb == Verb::kEmbed) return int64_t(c.i[0].size()) <= std::max(kGemvMaxTokens, rows_max());
+  if (c.verb == Verb::kEmbedIds) return c.b.n_elements() <= std::max(kGemvMaxTokens, rows_max());
   // Prompt batches group their rows by expert first; they run eagerly like the large matmuls.
   if (c.verb == Verb::kMatmulExperts) return c.c.rows() <= kGemvMaxTokens;
   return true;

@@ -1,5 +1,5 @@
-// matmul entry (validation, GEMV or GEMM by batch size) and the prefill path. Above
-// kGemvMaxTokens tokens, by default (and for F32 weights and plain rows gemm_q cannot read) the
+// matmul entry (validation, then the path of the batch: gemm_rows.h's matmul_path) and the prefill
+// path. Above gemm_rows' rows (and above kGemvMaxTokens where it cannot take the weight), by default (and for F32 weights and plain rows gemm_q cannot read) the
 // path kept here runs: the weight dequantized to an f16 copy in scratch (plain F16/BF16 used
 // in place), activations converted to f16/bf16, and cuBLAS with float accumulation, at the cost
 // of one extra write+read of the weight in f16 per call (docs/benchmarks/cuda.md), made one GEMM
@@ -16,6 +16,7 @@
 #include "ops/cuda/dequant_ahead.h"
 #include "ops/cuda/gemm_q.cuh"
 #include "ops/cuda/gemm_q.h"
+#include "ops/cuda/gemm_rows.h"
 #include "ops/cuda/quant_units.cuh"
 #include "ops/cuda/launch.cuh"
 
@@ -178,6 +179,23 @@ void add_bias(CudaContext& ctx, const TensorView& out, const float* bias) {
   CERA_CUDA_LAUNCHED();
 }
 
+const void* gemm_activations(CudaContext& ctx, const TensorView& x, bool bf16) {
+  const int64_t n_in = x.cols(), n_tokens = x.rows();
+  void* xh = ctx.scratch(ScratchKind::kGemmX, uint64_t(n_in * n_tokens) * 2);
+  if (!ctx.launching()) return xh;
+  // Q/K/V (gate/up) convert their shared input once, as the GEMV quantizes it once (gemv.cu).
+  const int64_t kind = bf16 ? kActBf16 : kActF16;
+  QuantActCache& cache = ctx.act_cache();
+  if (!cache.matches(x.data, x.stride(), n_in, n_tokens, kind)) {
+    ConvertParams cp{reinterpret_cast<const float*>(x.data), x.stride() / 4, xh, n_in, n_in * n_tokens, bf16,
+                     n_in % 4 == 0 && x.stride() % 16 == 0 && reinterpret_cast<uintptr_t>(x.data) % 16 == 0};
+    launch(ctx.stream(), convert_x_kernel, ceil_div(cp.vec4 ? cp.n / 4 : cp.n, 256), 256, 0, cp);
+    CERA_CUDA_LAUNCHED();
+    cache = {x.data, x.stride(), n_in, n_tokens, kind};
+  }
+  return xh;
+}
+
 void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias) {
   // graph.cu never records a cuBLAS-sized matmul; it runs such segments eagerly.
@@ -197,17 +215,7 @@ void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
                                   reinterpret_cast<float*>(out.data), ldc));
   } else {
     const bool bf16 = weight.dtype == DType::kBF16;
-    void* xh = ctx.scratch(ScratchKind::kGemmX, uint64_t(n_in * n_tokens) * 2);
-    // Q/K/V (gate/up) convert their shared input once, as the GEMV quantizes it once (gemv.cu).
-    const int64_t kind = bf16 ? kActBf16 : kActF16;
-    QuantActCache& cache = ctx.act_cache();
-    if (!cache.matches(x.data, x.stride(), n_in, n_tokens, kind)) {
-      ConvertParams cp{reinterpret_cast<const float*>(x.data), x.stride() / 4, xh, n_in, n_in * n_tokens, bf16,
-                       n_in % 4 == 0 && x.stride() % 16 == 0 && reinterpret_cast<uintptr_t>(x.data) % 16 == 0};
-      launch(ctx.stream(), convert_x_kernel, ceil_div(cp.vec4 ? cp.n / 4 : cp.n, 256), 256, 0, cp);
-      CERA_CUDA_LAUNCHED();
-      cache = {x.data, x.stride(), n_in, n_tokens, kind};
-    }
+    const void* xh = gemm_activations(ctx, x, bf16);
     const void* wh = weight.data;
     int lda = int(weight.stride() / 2);
     const bool quantized = dtype_block_size(weight.dtype) != 1;
@@ -244,12 +252,22 @@ void matmul(CudaContext& ctx, const TensorView& out, const TensorView& weight, c
     CERA_CHECK(bias->n_elements() == n_out && bias->packed());
   }
   if (n_out == 0 || n_tokens == 0) return;
-  if (n_tokens <= kGemvMaxTokens) {
+  const MatmulPath path = matmul_path(weight, n_tokens);
+  if (path == MatmulPath::kRows) {
+    gemm_rows(ctx, out, weight, x, bias);
+  } else if (path == MatmulPath::kGemv) {
     gemv(ctx, out, weight, x, bias);
   } else if (batch_invariant()) {
-    for (int64_t first = 0; first < n_tokens; first += kGemvMaxTokens) {
-      const int64_t n = std::min(kGemvMaxTokens, n_tokens - first);
-      gemv(ctx, out.slice_rows(first, n), weight, x.slice_rows(first, n), bias);
+    // Chunks through the batch-invariant kernels: gemm_rows where it takes the weight, else the GEMV.
+    const bool rows = gemm_rows_supports(weight);
+    const int64_t chunk = rows ? kRowsMaxLimit : kGemvMaxTokens;
+    for (int64_t first = 0; first < n_tokens; first += chunk) {
+      const int64_t n = std::min(chunk, n_tokens - first);
+      if (rows) {
+        gemm_rows(ctx, out.slice_rows(first, n), weight, x.slice_rows(first, n), bias);
+      } else {
+        gemv(ctx, out.slice_rows(first, n), weight, x.slice_rows(first, n), bias);
+      }
     }
   } else {
     gemm(ctx, out, weight, x, bias);

@@ -1,0 +1,52 @@
+// Which kernel a matmul's batch takes, and the tensor-core GEMM for serving batches (gemm_rows.cu):
+// the decode rows of many requests in one step, from 2 to 256 rows. Internal to src/ops/cuda.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "ops/cuda/cuda_context.h"
+
+namespace cera::ops::cuda {
+
+// kGemv: gemv.cu (1 row, or any batch of at most kGemvMaxTokens rows where gemm_rows cannot
+// take the weight, and every such batch under CERA_CUDA_BATCH_INVARIANT=1); kRows: gemm_rows
+// (rows_min() .. rows_max() rows); kPrefill: matmul.cu's prompt path (cuBLAS on an f16 copy, or
+// gemm_q), which graph.cu runs eagerly. Decision: the GEMV reads 8-bit activations and does one
+// dp4a per 4 weights and row, so its work grows with the rows while its weight reads do not; at
+// 16 rows it ran at 8 % of the H200's bandwidth (docs/benchmarks/batched_profile_h200.md).
+enum class MatmulPath : uint8_t { kGemv, kRows, kPrefill };
+MatmulPath matmul_path(const TensorView& weight, int64_t n_tokens);
+
+// The row range gemm_rows takes: CERA_CUDA_ROWS_MIN (default 2; 257 turns gemm_rows off) and
+// CERA_CUDA_ROWS_MAX (default 128, at most 256), read once (A/B runs, and the test passes that
+// keep the GEMV and prefill paths covered: scripts/cuda-check.sh).
+int64_t rows_min();
+int64_t rows_max();
+inline constexpr int64_t kRowsMaxLimit = 256;
+
+// Can gemm_rows() take this weight? The block formats, and F16/BF16 rows of a multiple of 8
+// elements, 16-byte aligned (as gemm_q_supports).
+bool gemm_rows_supports(const TensorView& weight);
+
+// out[n_out, n_tokens] = x[n_in, n_tokens] · weight[n_in, n_out]ᵀ (+ bias[n_out]), views already
+// validated by matmul(). x is read as f16 (bf16 for BF16 weights) through gemm_activations();
+// eager, record (sizes scratch only) or capture mode.
+void gemm_rows(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
+               const TensorView* bias);
+
+// Several weights of one type and width applied to the same x in one launch (Q/K/V, gate/up),
+// each summed exactly as by gemm_rows alone (graph.cu's replay fuses them: fused.cu).
+struct RowsTarget {
+  TensorView out;
+  TensorView weight;
+  const TensorView* bias;
+};
+void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts);
+
+// x's rows converted to f16 (bf16) into kGemmX scratch, [n_tokens][n_in] packed, unless the
+// activation cache says they already are there (Q/K/V and gate/up share one conversion); in
+// record mode the scratch is sized and nothing is launched (matmul.cu).
+const void* gemm_activations(CudaContext& ctx, const TensorView& x, bool bf16);
+
+}  // namespace cera::ops::cuda
