@@ -61,11 +61,18 @@ for s in $sections; do
       run "test_ops_cuda matmul with the gemm_q wgmma variant (quick sweep)" \
       tests-wgmma.log "$TESTS" --gtest_filter='CudaMatmul*:GemmQ*' --gtest_brief=1
     tail -3 "$OUT/tests-wgmma.log"
-    # The streaming GEMV on every launch it can take (by default only where it is faster).
-    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_GEMV_STREAM=all CERA_CUDA_FUSE_GATED=1 \
-      run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere (quick sweep)" \
+    # The streaming GEMV on every launch it can take (by default only where it is faster), and
+    # gemm_rows off (CERA_CUDA_ROWS_MIN=257): the GEMV for 2-16 rows and the prompt path above,
+    # as before gemm_rows took serving batches (gemm_rows.h).
+    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_GEMV_STREAM=all CERA_CUDA_FUSE_GATED=1 CERA_CUDA_ROWS_MIN=257 \
+      run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere, gemm_rows off (quick sweep)" \
       tests-stream.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
     tail -3 "$OUT/tests-stream.log"
+    # Batch-invariant mode: every matmul through gemm_rows, single rows and prompts in chunks too.
+    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_BATCH_INVARIANT=1 \
+      run "test_ops_cuda matmul with CERA_CUDA_BATCH_INVARIANT=1 (quick sweep)" \
+      tests-invariant.log "$TESTS" --gtest_filter='CudaMatmul*' --gtest_brief=1
+    tail -3 "$OUT/tests-invariant.log"
     ;;
   sanitize)
     CERA_CUDA_TEST_QUICK=1 run "compute-sanitizer memcheck (quick sweep)" memcheck.log \

@@ -11,9 +11,10 @@
 // Decisions:
 // - The weight streams from DRAM once per step: at <= 64 tokens one block row covers every token,
 //   so each weight byte is loaded and decoded once (above, once per 64 tokens, the repeats from
-//   L2). Raw bytes of the two stages after the current one are in flight in registers (issued
-//   before the PDL wait: weights are never written by kernels), the next stage is decoded into
-//   shared memory while the tensor cores work on this one, and the activations come by cp.async.
+//   L2). Raw bytes of the next stages are in flight in registers, L2 is asked for each row's
+//   bytes 16-24 stages ahead (both issued before the PDL wait: weights are never written by
+//   kernels), the next stage is decoded into shared memory while the tensor cores work on this
+//   one, and the activations come by cp.async, three stages ahead.
 //   gemm_q's 128 x 128 tiles, one stage ahead, made 64 rows of the 8B gate matrix 45 us
 //   (733 GB/s, 32 blocks for 4096 rows); the GEMV took 97 us for 16 rows.
 // - Few weight rows (4096 and less) leave SMs idle, so k is split until there are two blocks an
@@ -62,41 +63,40 @@ struct RowsParams {
   const __half* x;  // [n_tokens][n_in] f16 (bf16 bits for BF16 weights), packed
   int64_t n_in;
   int n_tokens, n_ktiles, m_tiles;
+  bool prefetch;  // the L2 prefetches (CERA_CUDA_ROWS_PREFETCH=0 turns them off: A/B runs)
 };
 
-__device__ __forceinline__ void prefetch_l2(const uint8_t* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+// Asks L2 for the whole 16-byte units of [p, p + bytes) in one instruction. Regions start
+// 256-byte aligned (weight_layout.cu), so the rounded-down start stays inside the weight; the
+// rounded-off tail is left to the loads.
+__device__ __forceinline__ void bulk_prefetch_l2(const uint8_t* p, int64_t bytes) {
+  const uint64_t a = reinterpret_cast<uint64_t>(p), lo = a & ~uint64_t{15}, hi = (a + uint64_t(bytes)) & ~uint64_t{15};
+  if (bytes <= 0 || hi <= lo) return;
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"(uint32_t(hi - lo)) : "memory");
+}
 
-// Asks L2 for the lines that GemmChunk<T>::load(w, row, j) will read (gemm_q.cuh: codes, scales).
+// The bytes that GemmChunk<T>::load reads for chunks j0 .. j1-1 of `row` (gemm_q.cuh: codes and
+// scales), one contiguous range a region.
 template <DType T>
-__device__ __forceinline__ void prefetch_chunk(const QWeight& w, int64_t row, int64_t j) {
+__device__ __forceinline__ void prefetch_chunks(const QWeight& w, int64_t row, int64_t j0, int64_t j1, int64_t n_in) {
+  if (j1 <= j0) return;
   if constexpr (T == DType::kF16 || T == DType::kBF16) {
-    prefetch_l2(w.r0 + row * w.row_stride + j * 64);
+    const int64_t end = min(j1 * 64, n_in * 2);
+    bulk_prefetch_l2(w.r0 + row * w.row_stride + j0 * 64, end - j0 * 64);
   } else if constexpr (T == DType::kQ4_K || T == DType::kQ5_K || T == DType::kQ6_K) {
-    const int64_t b = row * w.blocks_per_row + j / 8;
-    const int s = int(j % 8);
-    if constexpr (T == DType::kQ4_K) {
-      const uint8_t* blk = w.r0 + b * 144;
-      prefetch_l2(blk);
-      prefetch_l2(blk + 16 + 32 * (s / 2));
-    } else if constexpr (T == DType::kQ5_K) {
-      const uint8_t* blk = w.r0 + b * 176;
-      prefetch_l2(blk);
-      prefetch_l2(blk + 48 + 32 * (s / 2));
-    } else {
-      const uint8_t* blk = w.r0 + b * 208;
-      prefetch_l2(blk + 64 * (s / 4) + 32 * (s & 1));
-      prefetch_l2(blk + 128 + 32 * (s / 4));
-      prefetch_l2(w.r1 + b * 2);
-    }
+    constexpr int kBlock = T == DType::kQ4_K ? 144 : (T == DType::kQ5_K ? 176 : 208);
+    const int64_t b0 = row * w.blocks_per_row + j0 / 8, b1 = row * w.blocks_per_row + (j1 - 1) / 8 + 1;
+    bulk_prefetch_l2(w.r0 + b0 * kBlock, (b1 - b0) * kBlock);
+    if constexpr (T == DType::kQ6_K) bulk_prefetch_l2(w.r1 + b0 * 2, (b1 - b0) * 2);
   } else {
     // The 32-element formats: codes in region 0, then d (and m, qh) in regions 1 and 2.
     constexpr int kCode = T == DType::kQ8_0 ? 32 : 16;
     constexpr int kR1 = T == DType::kQ4_0 || T == DType::kQ8_0 ? 2 : 4;
-    const int64_t b = row * w.blocks_per_row + j;
-    prefetch_l2(w.r0 + b * kCode);
-    prefetch_l2(w.r1 + b * kR1);
-    if constexpr (T == DType::kQ5_0) prefetch_l2(w.r2 + b * 2);
-    if constexpr (T == DType::kQ5_1) prefetch_l2(w.r2 + b * 4);
+    const int64_t b0 = row * w.blocks_per_row + j0, n = j1 - j0;
+    bulk_prefetch_l2(w.r0 + b0 * kCode, n * kCode);
+    bulk_prefetch_l2(w.r1 + b0 * kR1, n * kR1);
+    if constexpr (T == DType::kQ5_0) bulk_prefetch_l2(w.r2 + b0 * 2, n * 2);
+    if constexpr (T == DType::kQ5_1) bulk_prefetch_l2(w.r2 + b0 * 4, n * 4);
   }
 }
 
@@ -161,13 +161,16 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_rows_kernel(const __grid_con
           make_uint4(v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
     }
   };
-  // L2 prefetches kPrefetch stages ahead of the current one: the register loads keep only two
-  // stages in flight (registers), which at two blocks an SM is far below the bytes in flight that
-  // the DRAM's latency needs; the prefetched lines are L2 hits when their loads come.
-  constexpr int kPrefetch = 8;
-  auto prefetch = [&](int kt) {
-    const int64_t j = int64_t(kt0 + kt) * kWK + w_col;
-    if (kt < n_kt && j < n_chunks) prefetch_chunk<T>(P.w, w_grow, j);
+  // L2 prefetches, one thread a weight row, each a contiguous range of the row: the first
+  // kWindow stages before the PDL wait, then kWindow / 2 stages at a time, kWindow ahead.
+  // Decision: with only the register loads in flight (2-4 stages), and then with a 16-byte
+  // prefetch per chunk 8 stages ahead, every stage took ~1 us and the kernels read DRAM at 20 %
+  // of its peak (ncu, 8B gate/up at 16 rows: 68 us for 66 MB): 64-byte pieces of 64 rows a stage.
+  constexpr int kWindow = 16;
+  auto prefetch = [&](int s0, int s1) {
+    if (!p.prefetch || tid >= kBN || n0 + tid >= P.n_out) return;
+    const int64_t j0 = int64_t(kt0 + s0) * kWK, j1 = min(int64_t(kt0 + min(s1, n_kt)) * kWK, n_chunks);
+    prefetch_chunks<T>(P.w, n0 + tid, j0, j1, p.n_in);
   };
   // Tokens past n_tokens and k past n_in (n_in % 8 == 0) land as zeros.
   auto load_x = [&](int kt, __half* xt) {
@@ -222,31 +225,33 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_rows_kernel(const __grid_con
   };
 
   // Pipeline: while stage kt multiplies, stage kt+1 is decoded into the other weight buffer and
-  // the raw bytes of the kDepth stages after it are in flight (kDepth 2: ra / rb alternate), as
-  // are the activations of stages kt+1 .. kt+3. kDepth 1 where two raw chunks and 64 accumulators
-  // a thread would spill (64 tokens with raw chunks over 32 bytes: Q8_0, the K-quants, F16/BF16;
-  // ptxas -v). Decision: with the activations one stage ahead (two buffers) every stage waited
+  // the raw bytes of the kDepth stages after it are in flight in registers, as are the
+  // activations of stages kt+1 .. kt+3. kDepth 4 for the small chunks (Q4_0 .. Q5_1: 20-24 bytes),
+  // 2 for the large ones, and less at 64 tokens, where the accumulators take 64 registers (ptxas
+  // -v: no spills). Decision: with the activations one stage ahead (two buffers) every stage waited
   // for an L2 round trip, ~1.4 us a stage: the 16-row gate matrix took 45 us (740 GB/s).
-  constexpr int kDepth = kMT == 4 && sizeof(Raw) > 32 ? 1 : 2;
+  constexpr int kDepth = kMT == 4 ? (sizeof(Raw) > 32 ? 1 : 2) : (sizeof(Raw) > 32 ? 2 : 4);
   constexpr int kXS = Tl::kXStages;
   auto x_stage = [&](int kt) { return xs + (kt % kXS) * Tl::kXHalves; };
-  Raw ra{}, rb{};
-  if (n_kt > 0) ra = load_w(0);
-  if (kDepth == 2 && n_kt > 1) rb = load_w(1);
-  for (int kt = kDepth; kt < kPrefetch; ++kt) prefetch(kt);
+  Raw ring[kDepth];  // ring[s % kDepth]: the raw bytes of stage s
+#pragma unroll
+  for (int d = 0; d < kDepth; ++d) ring[d] = d < n_kt ? load_w(d) : Raw{};
+  prefetch(kDepth, kWindow);
   pdl_entry();
 #pragma unroll
   for (int kt = 0; kt < kXS - 1; ++kt) {
     if (kt < n_kt) load_x(kt, x_stage(kt));
     cp_async_commit();  // one group a stage, empty past n_kt, so that the waits count stages
   }
-  store_w(ra, ws);
-  if (n_kt > kDepth) ra = load_w(kDepth);
+  store_w(ring[0], ws);
+  if (n_kt > kDepth) ring[0] = load_w(kDepth);
   cp_async_wait<kXS - 2>();  // stage 0's activations
   __syncthreads();
+  // next: ring[(kt + 1) % kDepth], the raw bytes of stage kt + 1 (a static index: the caller's
+  // loop is unrolled by kDepth).
   auto step = [&](int kt, Raw& next) {
     const int s = kt & 1;
-    prefetch(kt + kPrefetch);
+    if (kt % (kWindow / 2) == 0) prefetch(kt + kWindow, kt + kWindow + kWindow / 2);
     // Into the buffer of stage kt - 1, which every warp is past (the barrier ending the last step).
     if (kt + kXS - 1 < n_kt) load_x(kt + kXS - 1, x_stage(kt + kXS - 1));
     cp_async_commit();
@@ -258,13 +263,11 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_rows_kernel(const __grid_con
     cp_async_wait<kXS - 2>();  // stage kt + 1's activations
     __syncthreads();
   };
-  if constexpr (kDepth == 2) {
-    for (int kt = 0; kt < n_kt; kt += 2) {
-      step(kt, rb);
-      if (kt + 1 < n_kt) step(kt + 1, ra);
+  for (int k0 = 0; k0 < n_kt; k0 += kDepth) {
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+      if (k0 + d < n_kt) step(k0 + d, ring[(d + 1) % kDepth]);
     }
-  } else {
-    for (int kt = 0; kt < n_kt; ++kt) step(kt, ra);
   }
   cp_async_wait<0>();  // (only empty groups are left)
 
@@ -411,7 +414,7 @@ int64_t env_rows(const char* name, int64_t fallback, int64_t hi) {
 }  // namespace
 
 int64_t rows_min() {
-  static const int64_t v = env_rows("CERA_CUDA_ROWS_MIN", 2, kRowsMaxLimit + 1);  // 257: never
+  static const int64_t v = env_rows("CERA_CUDA_ROWS_MIN", 5, kRowsMaxLimit + 1);  // 257: never
   return v;
 }
 int64_t rows_max() {
@@ -470,11 +473,16 @@ void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const Rows
   CERA_CHECK_MSG(blocks < (int64_t{1} << 31), "gemm_rows: too many blocks for one launch");
   const bool bf16 = w0.dtype == DType::kBF16;
   const void* xh = gemm_activations(ctx, x, bf16);
+  // kGemmSplit: the arrival counters in a region of fixed size (a weight splits only below
+  // `slots` tiles, so at most that many counters a token tile and part), which stays zero; the
+  // partial tiles after it. A graph records matmuls one by one and captures them fused
+  // (fused.cu), so one weight sizes the scratch for three: capture must not grow it.
   std::byte* base = nullptr;
-  const uint64_t counter_bytes = (uint64_t(counters) * 4 + 255) / 256 * 256;
+  const uint64_t counter_bytes = uint64_t(kMaxGemvParts) * uint64_t(slots) * (kRowsMaxLimit / 16) * 4;
+  CERA_CHECK(uint64_t(counters) * 4 <= counter_bytes);
   if (counters > 0) {
-    base = static_cast<std::byte*>(
-        ctx.zeroed_scratch(ScratchKind::kGemmSplit, counter_bytes + uint64_t(partial_floats) * 4));
+    const uint64_t partial_bytes = uint64_t(partial_floats) * 4 * (parts.size() == 1 ? kMaxGemvParts : 1);
+    base = static_cast<std::byte*>(ctx.zeroed_scratch(ScratchKind::kGemmSplit, counter_bytes + partial_bytes));
   }
   if (!ctx.launching()) return;
   const bool plain = dtype_block_size(w0.dtype) == 1;
@@ -499,6 +507,11 @@ void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const Rows
   p.n_tokens = int(n_tokens);
   p.n_ktiles = int(n_ktiles);
   p.m_tiles = int(m_tiles);
+  static const bool prefetch = [] {
+    const char* e = std::getenv("CERA_CUDA_ROWS_PREFETCH");
+    return e == nullptr || e[0] != '0';
+  }();
+  p.prefetch = prefetch;
   launch(ctx.stream(), k.kernel, unsigned(blocks), kThreads, size_t(k.smem), p);
   CERA_CUDA_LAUNCHED();
 }

@@ -18,7 +18,7 @@ namespace cera::ops::cuda {
 enum class MatmulPath : uint8_t { kGemv, kRows, kPrefill };
 MatmulPath matmul_path(const TensorView& weight, int64_t n_tokens);
 
-// The row range gemm_rows takes: CERA_CUDA_ROWS_MIN (default 2; 257 turns gemm_rows off) and
+// The row range gemm_rows takes: CERA_CUDA_ROWS_MIN (default 5; 257 turns gemm_rows off) and
 // CERA_CUDA_ROWS_MAX (default 128, at most 256), read once (A/B runs, and the test passes that
 // keep the GEMV and prefill paths covered: scripts/cuda-check.sh).
 int64_t rows_min();
