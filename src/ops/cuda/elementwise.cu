@@ -4,8 +4,11 @@
 // reference ((x * inv) * w).
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "ops/cuda/act_quant.cuh"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/gemm_rows.h"
 #include "ops/cuda/launch.cuh"
 
 namespace cera::ops::cuda {
@@ -134,12 +137,13 @@ void gated_activation(CudaContext& ctx, const TensorView& out, const TensorView&
   check_same_shape(out, up, "gated_activation");
   ElementwiseParams p{rows_of(out), rows_of(gate), rows_of(up), out.cols(), out.n_elements(), 0.0f,
                       act == Activation::kSilu ? Elementwise::kSilu : Elementwise::kGeluTanh};
-  // A prompt batch's activation feeds the down projection's GEMM, which reads it as f16: written
-  // here too, and cached as that GEMM's converted input (matmul.cu), one pass over the rows less.
-  const bool for_gemm = out.rows() > kGemvMaxTokens && ctx.mode() == OpMode::kEager;
+  // A batch's activation feeds the down projection's gemm_rows or prompt GEMM, which reads it as
+  // f16: written here too, and cached as that matmul's converted input (matmul.cu), one pass over
+  // the rows less (sized in record mode too, so that a captured replay finds the scratch).
+  const bool for_gemm = out.rows() >= std::min(rows_min(), kGemvMaxTokens + 1) && out.cols() % 8 == 0;
   if (for_gemm) p.out_f16 = static_cast<uint16_t*>(ctx.scratch(ScratchKind::kGemmX, uint64_t(out.n_elements()) * 2));
   launch_elementwise(ctx, p);
-  if (for_gemm) ctx.act_cache() = {out.data, out.stride(), out.cols(), out.rows(), kActF16};
+  if (for_gemm && ctx.launching()) ctx.act_cache() = {out.data, out.stride(), out.cols(), out.rows(), kActF16};
 }
 
 void add_scaled(CudaContext& ctx, const TensorView& out, const TensorView& a, const TensorView& b, float s) {

@@ -27,6 +27,7 @@ struct NormParams {
   float eps;
   int8_t* q;  // null: no quantization; else codes [rows, n] and ds [rows, n / 32]
   float2* ds;
+  uint16_t* h;  // null, or out rounded to f16, [rows, n] packed: gemm_rows' input (q null then)
 };
 
 // One block per row, like rms_norm_kernel: [add,] sum of squares, then out = x * inv * w
@@ -107,13 +108,20 @@ __global__ void add_norm_quant_kernel(const __grid_constant__ NormParams p) {
       if (chunk >= p.n) break;
       const int64_t i = chunk + (threadIdx.x & 31);
       const float y = v[k] * inv * w[k];
-      if (i < p.n) out[i] = y;
+      if (i < p.n) {
+        out[i] = y;
+        if (p.h != nullptr) p.h[r * p.n + i] = __half_as_ushort(__float2half_rn(y));  // as convert_x_kernel
+      }
       if (p.q != nullptr) quantize_q8_0_lane(y, p.q + r * p.n + chunk, p.ds + r * (p.n / 32) + chunk / 32);
     }
     return;
   }
   if (p.q == nullptr) {
-    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) out[i] = x[i] * inv * p.weight[i];
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
+      const float y = x[i] * inv * p.weight[i];
+      out[i] = y;
+      if (p.h != nullptr) p.h[r * p.n + i] = __half_as_ushort(__float2half_rn(y));
+    }
     return;
   }
   const int lane = threadIdx.x & 31, warps = blockDim.x / 32;
@@ -223,6 +231,13 @@ bool q8_consumer(const Call* m, const TensorView& v) {
          v.cols() % 32 == 0;
 }
 
+// The next call is a gemm_rows matmul of v that reads it as f16 (gemm_activations): the norm
+// writes that copy too, which saves the conversion's launch and pass.
+bool f16_consumer(const Call* m, const TensorView& v) {
+  return m != nullptr && m->verb == Verb::kMatmul && same_view(m->b, v) && m->a.dtype != DType::kBF16 &&
+         matmul_path(m->a, v.rows()) == MatmulPath::kRows && v.cols() % 8 == 0;
+}
+
 unsigned norm_threads(int64_t n) { return n >= 1024 ? 512 : (n >= 256 ? 256 : 32 * ceil_div(n, 32)); }  // as rms_norm
 
 size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const Call* next) {
@@ -235,6 +250,7 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
   }
   if (!same_or_disjoint(n.out, n.a) || n.a.rows() >= (int64_t{1} << 31) || n.a.rows() == 0) return 0;
   const bool quant = q8_consumer(next, n.out);
+  const bool f16 = !quant && f16_consumer(next, n.out);
   static const bool loop_env = std::getenv("CERA_CUDA_NORM_LOOP") != nullptr;  // A/B of the v5 change
   // Several blocks a row when nothing it reads is written (no add; out, codes apart from x).
   static const bool split_env = [] {  // A/B (v5)
@@ -247,7 +263,7 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
   const int64_t per = (x.cols() + threads - 1) / threads;
   const bool split = split_env && !loop_env && !has_add && per >= 2 && per <= 16 && disjoint(n.out, n.a) &&
                      x.rows() < 65536;
-  if (!has_add && !quant && !split) return 0;  // a lone one-block rms_norm gains nothing
+  if (!has_add && !quant && !f16 && !split) return 0;  // a lone one-block rms_norm gains nothing
   NormParams p{};
   p.a = reinterpret_cast<const float*>(has_add ? add.a.data : n.a.data);
   p.a_stride = (has_add ? add.a.stride() : n.a.stride()) / 4;
@@ -269,6 +285,8 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
     p.q = a.q;
     p.ds = a.ds;
   }
+  // (kGemmX was sized for this input when the matmul after it was recorded: no growth here.)
+  if (f16) p.h = static_cast<uint16_t*>(ctx.scratch(ScratchKind::kGemmX, uint64_t(n.out.n_elements()) * 2));
   ctx.act_cache() = {};
   auto kernel = per <= 1 ? add_norm_quant_kernel<1>
               : per <= 2 ? add_norm_quant_kernel<2>
@@ -289,6 +307,7 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
   }
   CERA_CUDA_LAUNCHED();
   if (quant) ctx.act_cache() = {n.out.data, n.out.stride(), n.out.cols(), n.out.rows(), 32};
+  if (f16) ctx.act_cache() = {n.out.data, n.out.stride(), n.out.cols(), n.out.rows(), kActF16};
   return has_add ? 2 : 1;
 }
 

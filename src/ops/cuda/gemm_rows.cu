@@ -63,7 +63,7 @@ struct RowsParams {
   const __half* x;  // [n_tokens][n_in] f16 (bf16 bits for BF16 weights), packed
   int64_t n_in;
   int n_tokens, n_ktiles, m_tiles;
-  bool prefetch;  // the L2 prefetches (CERA_CUDA_ROWS_PREFETCH=0 turns them off: A/B runs)
+  int window;  // stages the L2 prefetches run ahead (prefetch_window(); 0: none)
 };
 
 // Asks L2 for the whole 16-byte units of [p, p + bytes) in one instruction. Regions start
@@ -162,13 +162,13 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_rows_kernel(const __grid_con
     }
   };
   // L2 prefetches, one thread a weight row, each a contiguous range of the row: the first
-  // kWindow stages before the PDL wait, then kWindow / 2 stages at a time, kWindow ahead.
+  // `window` stages before the PDL wait, then window / 2 stages at a time, window ahead.
   // Decision: with only the register loads in flight (2-4 stages), and then with a 16-byte
   // prefetch per chunk 8 stages ahead, every stage took ~1 us and the kernels read DRAM at 20 %
   // of its peak (ncu, 8B gate/up at 16 rows: 68 us for 66 MB): 64-byte pieces of 64 rows a stage.
-  constexpr int kWindow = 16;
+  const int window = p.window, half_window = max(window / 2, 1);
   auto prefetch = [&](int s0, int s1) {
-    if (!p.prefetch || tid >= kBN || n0 + tid >= P.n_out) return;
+    if (window == 0 || tid >= kBN || n0 + tid >= P.n_out) return;
     const int64_t j0 = int64_t(kt0 + s0) * kWK, j1 = min(int64_t(kt0 + min(s1, n_kt)) * kWK, n_chunks);
     prefetch_chunks<T>(P.w, n0 + tid, j0, j1, p.n_in);
   };
@@ -228,15 +228,15 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_rows_kernel(const __grid_con
   // the raw bytes of the kDepth stages after it are in flight in registers, as are the
   // activations of stages kt+1 .. kt+3. kDepth 4 for the small chunks (Q4_0 .. Q5_1: 20-24 bytes),
   // 2 for the large ones, and less at 64 tokens, where the accumulators take 64 registers (ptxas
-  // -v: no spills). Decision: with the activations one stage ahead (two buffers) every stage waited
-  // for an L2 round trip, ~1.4 us a stage: the 16-row gate matrix took 45 us (740 GB/s).
+  // -v: no spills). Measured (8B gate at 16 rows, eager profile): activations one stage ahead and
+  // raw chunks two, 44.7 us; activations three ahead, 41.8 us.
   constexpr int kDepth = kMT == 4 ? (sizeof(Raw) > 32 ? 1 : 2) : (sizeof(Raw) > 32 ? 2 : 4);
   constexpr int kXS = Tl::kXStages;
   auto x_stage = [&](int kt) { return xs + (kt % kXS) * Tl::kXHalves; };
   Raw ring[kDepth];  // ring[s % kDepth]: the raw bytes of stage s
 #pragma unroll
   for (int d = 0; d < kDepth; ++d) ring[d] = d < n_kt ? load_w(d) : Raw{};
-  prefetch(kDepth, kWindow);
+  prefetch(kDepth, window);
   pdl_entry();
 #pragma unroll
   for (int kt = 0; kt < kXS - 1; ++kt) {
@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_rows_kernel(const __grid_con
   // loop is unrolled by kDepth).
   auto step = [&](int kt, Raw& next) {
     const int s = kt & 1;
-    if (kt % (kWindow / 2) == 0) prefetch(kt + kWindow, kt + kWindow + kWindow / 2);
+    if (kt % half_window == 0) prefetch(kt + window, kt + window + half_window);
     // Into the buffer of stage kt - 1, which every warp is past (the barrier ending the last step).
     if (kt + kXS - 1 < n_kt) load_x(kt + kXS - 1, x_stage(kt + kXS - 1));
     cp_async_commit();
@@ -404,6 +404,18 @@ KernelInfo kernel_info(DType t, Config c) {
   return info_of<4, 4>(t);
 }
 
+// CERA_CUDA_ROWS_PREFETCH: how many stages ahead the L2 prefetches run (0: none; A/B runs),
+// default 16, at most 64.
+int prefetch_window() {
+  static const int v = [] {
+    const char* e = std::getenv("CERA_CUDA_ROWS_PREFETCH");
+    if (e == nullptr || *e == '\0') return 16;
+    const long long w = std::atoll(e);
+    return int(w < 0 ? 0 : (w > 64 ? 64 : w));
+  }();
+  return v;
+}
+
 int64_t env_rows(const char* name, int64_t fallback, int64_t hi) {
   const char* e = std::getenv(name);
   if (e == nullptr || *e == '\0') return fallback;
@@ -507,11 +519,7 @@ void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const Rows
   p.n_tokens = int(n_tokens);
   p.n_ktiles = int(n_ktiles);
   p.m_tiles = int(m_tiles);
-  static const bool prefetch = [] {
-    const char* e = std::getenv("CERA_CUDA_ROWS_PREFETCH");
-    return e == nullptr || e[0] != '0';
-  }();
-  p.prefetch = prefetch;
+  p.window = prefetch_window();
   launch(ctx.stream(), k.kernel, unsigned(blocks), kThreads, size_t(k.smem), p);
   CERA_CUDA_LAUNCHED();
 }
