@@ -5,16 +5,23 @@
 // Shape of the work: a block takes kBM = 16 kMT rows (tokens) x kBN weight rows and walks k in
 // stages of kBK; its 8 warps split the stage as kWN along the weight rows (32 each) by kWK along
 // k (32 each: one 32-weight chunk; kWK = 4, kBN = 64, kBK = 128 as used), so that each of the 256
-// threads decodes exactly one chunk a stage, and each warp multiplies its 32 rows x 32 k for all kBM tokens with mma.sync m16n8k16
-// (f16 or bf16 operands, f32 accumulation). The kWK partial sums are added through shared memory
-// at the end, in a fixed order.
+// threads decodes exactly one chunk a stage, and each warp multiplies its 32 rows x 32 k for all
+// kBM tokens with mma.sync m16n8k16 (f16 or bf16 operands, f32 accumulation). The kWK partial
+// sums are added through shared memory at the end, in a fixed order. One launch may take up to
+// three weights of one type and width on the same x (RowsPart: Q/K/V, gate/up).
+// Where it stands (H200, docs/benchmarks/serving_batch_h200.md): 8B Q4_0 gate/up at 16 rows,
+// 68 us for 66 MB (ncu: DRAM at 20 % of its peak, ~1 us a stage of 128 k); the batch's step is
+// 2.1x the GEMV's speed at 16 rows, but far from the weights' ceiling. The bound is per stage,
+// not the DRAM latency (contiguous L2 prefetches ahead did not help): the next step is a
+// producer warp filling a deeper ring of raw stages by cp.async/TMA while the others decode and
+// multiply, without a block-wide barrier each stage.
 // Decisions:
 // - The weight streams from DRAM once per step: at <= 64 tokens one block row covers every token,
 //   so each weight byte is loaded and decoded once (above, once per 64 tokens, the repeats from
-//   L2). Raw bytes of the next stages are in flight in registers, L2 is asked for each row's
-//   bytes 16-24 stages ahead (both issued before the PDL wait: weights are never written by
-//   kernels), the next stage is decoded into shared memory while the tensor cores work on this
-//   one, and the activations come by cp.async, three stages ahead.
+//   L2). Raw bytes of the next stages are in flight in registers (issued before the PDL wait
+//   for the first stages: weights are never written by kernels), the next stage is decoded into
+//   shared memory while the tensor cores work on this one, and the activations come by
+//   cp.async, three stages ahead.
 //   gemm_q's 128 x 128 tiles, one stage ahead, made 64 rows of the 8B gate matrix 45 us
 //   (733 GB/s, 32 blocks for 4096 rows); the GEMV took 97 us for 16 rows.
 // - Few weight rows (4096 and less) leave SMs idle, so k is split until there are two blocks an
@@ -161,11 +168,12 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_rows_kernel(const __grid_con
           make_uint4(v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
     }
   };
-  // L2 prefetches, one thread a weight row, each a contiguous range of the row: the first
-  // `window` stages before the PDL wait, then window / 2 stages at a time, window ahead.
-  // Decision: with only the register loads in flight (2-4 stages), and then with a 16-byte
-  // prefetch per chunk 8 stages ahead, every stage took ~1 us and the kernels read DRAM at 20 %
-  // of its peak (ncu, 8B gate/up at 16 rows: 68 us for 66 MB): 64-byte pieces of 64 rows a stage.
+  // Optional L2 prefetches (prefetch_window(), off by default), one thread a weight row, each a
+  // contiguous range of the row: the first `window` stages before the PDL wait, then window / 2
+  // stages at a time, window ahead. Tried because every stage takes ~1 us and the kernel reads
+  // DRAM at 20 % of its peak (ncu, 8B gate/up at 16 rows: 68 us for 66 MB, with a 16-byte
+  // prefetch per chunk 8 stages ahead); the contiguous ranges did not help (measured, see
+  // prefetch_window), so the bound is not the DRAM latency of the loads.
   const int window = p.window, half_window = max(window / 2, 1);
   auto prefetch = [&](int s0, int s1) {
     if (window == 0 || tid >= kBN || n0 + tid >= P.n_out) return;
@@ -404,12 +412,13 @@ KernelInfo kernel_info(DType t, Config c) {
   return info_of<4, 4>(t);
 }
 
-// CERA_CUDA_ROWS_PREFETCH: how many stages ahead the L2 prefetches run (0: none; A/B runs),
-// default 16, at most 64.
+// CERA_CUDA_ROWS_PREFETCH: how many stages ahead the L2 prefetches run, at most 64; default 0
+// (none). Measured on the H200 in one call (8B Q4_0, 16 rows, decode step): 6.10 ms with 16,
+// 5.87 with 32, 5.69 with none (docs/benchmarks/serving_batch_h200.md).
 int prefetch_window() {
   static const int v = [] {
     const char* e = std::getenv("CERA_CUDA_ROWS_PREFETCH");
-    if (e == nullptr || *e == '\0') return 16;
+    if (e == nullptr || *e == '\0') return 0;
     const long long w = std::atoll(e);
     return int(w < 0 ? 0 : (w > 64 ? 64 : w));
   }();
