@@ -6,6 +6,11 @@
 //   gemm_bench [--types q4_0,q8_0,...] [--tokens 512,4096] [--reps 20] [--check]
 // --check also compares the two paths' outputs (max |a - b| / max |b|) on every shape.
 // CERA_CUDA_GEMM_Q=wgmma in the environment times gemm_q.cu's wgmma variant instead of mma.sync.
+// --serving times the serving-batch kernels instead, on the same shapes: gemm_rows (gemm_rows.cu)
+// and, up to 16 rows, the GEMV, for --tokens (default 1,4,8,16,32,64,128,256), reporting the
+// weight's bytes over the time (GB/s; 4.3 TB/s is the H200's DRAM) and TFLOP/s. The activation
+// conversion is cached after the first call (as Q/K/V share one), so the times are the kernels'.
+//   gemm_bench --serving [--types q4_0] [--tokens 16,64] [--reps 50]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,6 +24,7 @@
 
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/gemm_q.h"
+#include "ops/cuda/gemm_rows.h"
 #include "ops/cuda/weight_layout.h"
 
 using namespace cera;
@@ -103,17 +109,26 @@ int main(int argc, char** argv) {
   std::vector<std::string> types = {"q4_0", "q8_0", "q4_k", "q6_k", "f16"};
   std::vector<int64_t> tokens = {512, 4096};
   int reps = 20;
-  bool check = false;
+  bool check = false, serving = false, tokens_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--types" && i + 1 < argc) types = split(argv[++i]);
     else if (a == "--tokens" && i + 1 < argc) {
       tokens.clear();
+      tokens_given = true;
       for (const std::string& s : split(argv[++i])) tokens.push_back(std::stoll(s));
     } else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--check") check = true;
+    else if (a == "--serving") serving = true;
     else {
-      std::fprintf(stderr, "usage: gemm_bench [--types q4_0,...] [--tokens 512,4096] [--reps N] [--check]\n");
+      std::fprintf(stderr, "usage: gemm_bench [--types q4_0,...] [--tokens 512,4096] [--reps N] [--check] [--serving]\n");
+      return 2;
+    }
+  }
+  if (serving && !tokens_given) tokens = {1, 4, 8, 16, 32, 64, 128, 256};
+  for (int64_t nt : tokens) {
+    if (serving && (nt < 1 || nt > kRowsMaxLimit)) {
+      std::fprintf(stderr, "gemm_bench --serving: --tokens must be 1-%lld\n", (long long)kRowsMaxLimit);
       return 2;
     }
   }
@@ -121,9 +136,14 @@ int main(int argc, char** argv) {
   setenv("CERA_CUDA_GEMM", "cublas", 1);
   CudaContext ctx(0);
   std::printf("device: %s, %d SMs\n", ctx.device_name().c_str(), ctx.sm_count());
-  std::printf("| type | n_in | n_out | tokens | gemm_q us | gemm_q TFLOP/s | cublas us | cublas TFLOP/s | speedup |%s\n",
-              check ? " max|d|/max|ref| |" : "");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |%s\n", check ? " --- |" : "");
+  if (serving) {
+    std::printf("| type | n_in | n_out | tokens | gemm_rows us | GB/s | TFLOP/s | GEMV us | GB/s |\n");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  } else {
+    std::printf("| type | n_in | n_out | tokens | gemm_q us | gemm_q TFLOP/s | cublas us | cublas TFLOP/s | speedup |%s\n",
+                check ? " max|d|/max|ref| |" : "");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |%s\n", check ? " --- |" : "");
+  }
   const int64_t shapes[][2] = {{4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
@@ -175,6 +195,29 @@ int main(int argc, char** argv) {
           }
           return median(ms) * 1000.0f;  // us
         };
+        if (serving) {
+          const double bytes = double(l.total_bytes), flop = 2.0 * double(n_in) * double(n_out) * double(nt);
+          const bool rows = gemm_rows_supports(wv);
+          const float us_r = rows ? time([&] { gemm_rows(ctx, av, wv, xv, nullptr); }) : 0.0f;
+          const bool gemv_ok = nt <= kGemvMaxTokens;
+          const float us_g = gemv_ok ? time([&] { gemv(ctx, bv, wv, xv, nullptr); }) : 0.0f;
+          CERA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+          auto cell = [](bool on, double v, const char* f) {
+            static char buf[32];
+            if (!on) return std::string("-");
+            std::snprintf(buf, sizeof buf, f, v);
+            return std::string(buf);
+          };
+          std::printf("| %s | %lld | %lld | %lld | %s | %s | %s | %s | %s |\n", tp->name, (long long)n_in,
+                      (long long)n_out, (long long)nt, cell(rows, us_r, "%.1f").c_str(),
+                      cell(rows, bytes / us_r * 1e-3, "%.0f").c_str(), cell(rows, flop / us_r * 1e-6, "%.1f").c_str(),
+                      cell(gemv_ok, us_g, "%.1f").c_str(), cell(gemv_ok, bytes / us_g * 1e-3, "%.0f").c_str());
+          std::fflush(stdout);
+          cudaFree(x);
+          cudaFree(out_a);
+          cudaFree(out_b);
+          continue;
+        }
         const float us_q = time([&] { gemm_q(ctx, av, wv, xv, nullptr); });
         const float us_c = time([&] { gemm(ctx, bv, wv, xv, nullptr); });
         CERA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
