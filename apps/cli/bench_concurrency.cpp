@@ -5,7 +5,9 @@
 // its sampling where the loop samples row by row (since BatchSampler the loop samples every row
 // before handing any out, so that cost sits in the step instead). The bench prints that split.
 // The prefix cache's share is counted by the loop (EngineLoopStats): tokens taken from the cache
-// over tokens looked up at admission (vLLM's prefix-cache hit rate), per run.
+// over tokens looked up at admission (vLLM's prefix-cache hit rate), per run. The decode steady
+// state is then set against its ceiling (print_decode_ceiling): bytes and FLOPs a step, and with
+// --roofline-gbs / --roofline-tflops the share of the ceiling reached.
 #include "bench_concurrency.h"
 
 #include <fmt/format.h>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "arg_checks.h"
+#include "decode_cost.h"
 #include "output.h"
 #include "runtime/engine/engine_loop.h"
 
@@ -213,6 +216,32 @@ RunResult median_of(const std::vector<RunResult>& runs) {
   return m;
 }
 
+// The decode steady state against its ceiling: a full step (one row a request) reads the weights
+// once and each request's K/V (its mean context over the steps, P + G / 2 tokens) and computes
+// 2 x the weights' elements a row. With --roofline-gbs (and --roofline-tflops) the step's least
+// time, whichever bound is larger, and the run's share of that ceiling.
+void print_decode_ceiling(const ConcurrencyBenchOptions& o, const RunResult& m, const DecodeCost& cost,
+                          double kv_bytes_per_token) {
+  const double n = o.concurrency, context = o.n_prompt + o.n_gen / 2.0;
+  const double tps = n / (m.step_ms * 1e-3);
+  const double weight_gb = cost.weight_bytes / 1e9, kv_gb = n * context * kv_bytes_per_token / 1e9;
+  const double tflop = n * 2.0 * static_cast<double>(cost.weight_elements) / 1e12;
+  stdout_print("decode: {} rows a step in {:.2f} ms = {:.0f} tokens/s; a step reads {:.4g} GB of weights + {:.4g} GB of "
+               "K/V ({} x {:.0f} tokens of context x {:.0f} bytes) and computes {:.4g} TFLOP",
+               o.concurrency, m.step_ms, tps, weight_gb, kv_gb, o.concurrency, context, kv_bytes_per_token, tflop);
+  if (o.roofline_gbs > 0) {
+    const double bytes_ms = (weight_gb + kv_gb) / o.roofline_gbs * 1e3;
+    const double flop_ms = o.roofline_tflops > 0 ? tflop / o.roofline_tflops * 1e3 : 0.0;
+    const double least_ms = std::max(bytes_ms, flop_ms);
+    const double ceiling = n / (least_ms * 1e-3);
+    stdout_print("; at {} GB/s{} the step takes at least {:.4g} ms ({}): a ceiling of {:.0f} tokens/s, {:.1f} % of it "
+                 "reached",
+                 o.roofline_gbs, o.roofline_tflops > 0 ? fmt::format(" and {} TFLOP/s", o.roofline_tflops) : "",
+                 least_ms, bytes_ms >= flop_ms ? "bytes" : "FLOPs", ceiling, 100.0 * tps / ceiling);
+  }
+  stdout_print("\n");
+}
+
 // The pool: --kv-tokens, or every request's P + G rounded up to whole blocks (the scheduler holds
 // whole blocks per request), so that nothing is preempted. Refuses what cannot run, with numbers.
 int32_t kv_pool_tokens(const ConcurrencyBenchOptions& o) {
@@ -337,6 +366,7 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
                    m.row_gap_ms, std::max(0.0, m.step_ms - o.concurrency * m.row_gap_ms));
     }
     stdout_print("\n");
+    print_decode_ceiling(o, m, decode_cost(f, engine->model().hparams()), double(kv_bytes) / kv_tokens);
   }
   fail_if_stdout_failed();  // main's final flush catches what is still buffered
 }

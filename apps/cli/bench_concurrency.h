@@ -18,6 +18,10 @@ struct ConcurrencyBenchOptions {
   int32_t shared_prefix = 0;  // K <= P leading prompt tokens common to every request of a run
   int32_t kv_tokens = 0;      // the KV pool; 0: enough for N * (P + G), so nothing is preempted
   int32_t reps = 5;           // measured runs, after one warm-up run of the same workload
+  // > 0: the decode step's ceiling at this bandwidth (GB/s) and, if also > 0, matrix throughput
+  // (TFLOP/s), and the run's share of it.
+  double roofline_gbs = 0;
+  double roofline_tflops = 0;
 };
 
 // -c (0: the model's training context) must hold P + G; -b is the loop's tokens per step.

@@ -17,6 +17,7 @@
 
 #include "arg_checks.h"
 #include "bench_concurrency.h"
+#include "decode_cost.h"
 #include "membw.h"
 #include "model_options.h"
 #include "output.h"
@@ -59,29 +60,11 @@ Summary summarize(std::vector<double> v) {
   return {at(0.5), at(0.1), at(0.9)};
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Bytes of weights one decoded token reads: every tensor except the embedding table, which is
-// only gathered by row, unless it doubles as the output matrix; of a stacked expert tensor
-// (`*_exps.weight`, [n_in, n_out, n_expert]) only the n_expert_used experts a token chooses.
-uint64_t decode_bytes(const format::GgufFile& f, const model::HParams& hp) {
-  uint64_t total = 0;
-  for (const auto& t : f.tensors()) {
-    const bool experts = hp.n_expert > 0 && ends_with(t.name, "_exps.weight") && t.shape.size() == 3 &&
-                         t.shape[2] == static_cast<uint64_t>(hp.n_expert);
-    total += experts ? t.n_bytes / t.shape[2] * static_cast<uint64_t>(hp.n_expert_used) : t.n_bytes;
-  }
-  const auto* embd = f.find_tensor("token_embd.weight");
-  if (embd != nullptr && f.find_tensor("output.weight") != nullptr) total -= embd->n_bytes;
-  return total;
-}
-
 void bench(const BenchOptions& o) {
   if (o.concurrent.concurrency > 0) {
     ConcurrencyBenchOptions c = o.concurrent;
     c.reps = o.reps;
+    c.roofline_gbs = o.roofline_gbs;
     bench_concurrency(o.model, c);
     return;
   }
@@ -162,7 +145,7 @@ void bench(const BenchOptions& o) {
     }
   }
   const model::HParams& hp = engine->model().hparams();
-  const double gb_per_token = decode_bytes(f, hp) / 1e9;
+  const double gb_per_token = decode_cost(f, hp).weight_bytes / 1e9;
   const int threads = o.model.threads > 0 ? o.model.threads : static_cast<int>(std::thread::hardware_concurrency());
   const bool measure = o.membw && o.roofline_gbs <= 0;
   const double membw = o.roofline_gbs > 0 ? o.roofline_gbs : measure ? measure_read_bandwidth_gbs(threads) : 0.0;
@@ -204,7 +187,8 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("!--no-pipeline", o->pipeline,
                 "generation reads each token back before queuing the next step (A/B of the pipelined decode)");
   cmd->add_option("--roofline-gbs", o->roofline_gbs,
-                  "memory bandwidth (GB/s) to report the share of, instead of measuring the host's (e.g. 4300: H200)")
+                  "memory bandwidth (GB/s) to report the share of, instead of measuring the host's (e.g. 4300: H200); "
+                  "with --concurrency, of the decode step's ceiling")
       ->check(real_range({.lo = 0, .hi = 1e6}, "0: measure the host's"));
   // The serving bench (bench_concurrency.h); its options need --concurrency, and the
   // single-sequence tests' own options are refused beside it rather than silently ignored.
@@ -221,10 +205,14 @@ void register_bench(CLI::App& app) {
   needs_concurrency(cmd->add_option("--shared-prefix", c.shared_prefix,
                                     "--concurrency: leading prompt tokens common to every request (at most --prompt)")
                         ->check(int_range(0, kMaxBenchTokens)));
+  needs_concurrency(cmd->add_option("--roofline-tflops", c.roofline_tflops,
+                                    "--concurrency: matrix throughput (TFLOP/s) of the decode step's ceiling beside "
+                                    "--roofline-gbs (e.g. 790: H200 f16)")
+                        ->check(real_range({.lo = 0, .hi = 1e6}, "0: bytes only")));
   needs_concurrency(cmd->add_option("--kv-tokens", c.kv_tokens,
                                     "--concurrency: KV pool in tokens (0: enough for every request; smaller: preemption)")
                         ->check(int_range(0, kInt32Max, "0: concurrency x (prompt + gen)")));
-  for (const char* single : {"--n-prompt", "--n-gen", "--depth", "--no-pipeline", "--no-membw", "--roofline-gbs"})
+  for (const char* single : {"--n-prompt", "--n-gen", "--depth", "--no-pipeline", "--no-membw"})
     concurrency->excludes(cmd->get_option(single));
   cmd->callback([o] { bench(*o); });
 }

@@ -1,15 +1,19 @@
 // `cera bench --concurrency N` (issue 17, deliverable 5) on stories260K: every run's table row
 // counts exactly N x G generated tokens and the tokens the loop computed (N x (P + G - 1) with no
-// reuse), also when a small KV pool forces preemption; bad values are refused with the range in
-// plain numbers. Timings are printed, never asserted.
+// reuse), also when a small KV pool forces preemption; the decode step's bytes, FLOPs and ceiling
+// (issue 19) match the model file; bad values are refused with the range in plain numbers.
+// Timings are printed, never asserted.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli_runner.h"
+#include "format/gguf.h"
 #include "stories_model.h"
 
 namespace cera::test {
@@ -96,6 +100,54 @@ TEST(CliBenchConcurrency, ASharedPrefixIsTakenFromThePrefixCache) {
   EXPECT_EQ(rows[0][kHitRate], "60.0") << r.out;
   EXPECT_NE(r.out.find("(96 of 160 tokens looked up, 3 of 4 admissions hit"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("92 tokens computed a run"), std::string::npos) << r.out;
+}
+
+// The decode line against references computed here from the GGUF file: the weights one row reads
+// (every tensor but an untied embedding table), K/V bytes a token (layers x K and V x kv heads x
+// head dim x 4 bytes of F32 on the CPU), the mean context P + G / 2, FLOPs = N x 2 x the weights'
+// elements; the ceiling and the share follow from the printed numbers.
+TEST(CliBenchConcurrency, TheDecodeStepIsSetAgainstItsCeiling) {
+  const CliResult r = run_cera({"bench", "-m", stories_gguf().string(), "--concurrency", "4", "--prompt", "16", "--gen",
+                                "8", "-r", "1", "--roofline-gbs", "100", "--roofline-tflops", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex line(
+      R"(decode: 4 rows a step in ([0-9.]+) ms = ([0-9]+) tokens/s; a step reads ([0-9.e+-]+) GB of weights \+ )"
+      R"(([0-9.e+-]+) GB of K/V \(4 x 20 tokens of context x ([0-9]+) bytes\) and computes ([0-9.e+-]+) TFLOP; )"
+      R"(at 100 GB/s and 2 TFLOP/s the step takes at least ([0-9.e+-]+) ms \((bytes|FLOPs)\): a ceiling of ([0-9]+) )"
+      R"(tokens/s, ([0-9.]+) % of it reached)");
+  std::smatch mt;
+  ASSERT_TRUE(std::regex_search(r.out, mt, line)) << r.out;
+  auto num = [&](int i) { return std::stod(mt[i].str()); };
+  auto f = format::GgufFile::open(stories_gguf());
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  double bytes = 0, elements = 0;
+  for (const auto& t : f->tensors()) {
+    if (t.name == "token_embd.weight" && f->find_tensor("output.weight") != nullptr) continue;
+    bytes += double(t.n_bytes);
+    elements += double(t.n_elements());
+  }
+  auto u32 = [&](const char* key) { return double(*f->get_or<uint32_t>(key, 0)); };
+  const double kv_per_token =
+      u32("llama.block_count") * 2 * u32("llama.attention.head_count_kv") *
+      (u32("llama.embedding_length") / u32("llama.attention.head_count")) * 4;
+  EXPECT_NEAR(num(3), bytes / 1e9, bytes / 1e9 * 1e-3);
+  EXPECT_EQ(num(5), kv_per_token);
+  EXPECT_NEAR(num(4), 4 * 20 * kv_per_token / 1e9, 4 * 20 * kv_per_token / 1e9 * 1e-3);
+  EXPECT_NEAR(num(6), 4 * 2 * elements / 1e12, 4 * 2 * elements / 1e12 * 1e-3);
+  const double bytes_ms = (num(3) + num(4)) / 100 * 1e3, flop_ms = num(6) / 2 * 1e3;
+  EXPECT_NEAR(num(7), std::max(bytes_ms, flop_ms), std::max(bytes_ms, flop_ms) * 2e-3);
+  EXPECT_EQ(mt[8].str(), bytes_ms >= flop_ms ? "bytes" : "FLOPs");
+  EXPECT_NEAR(num(9), 4 / (num(7) * 1e-3), 4 / (num(7) * 1e-3) * 2e-3);
+  EXPECT_NEAR(num(10), 100 * num(2) / num(9), 0.1 + 100 * num(2) / num(9) * 1e-2);
+  // Without --roofline-gbs the step's bytes and FLOPs are printed, no ceiling.
+  const CliResult plain =
+      run_cera({"bench", "-m", stories_gguf().string(), "--concurrency", "2", "--prompt", "8", "--gen", "4", "-r", "1"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("decode: 2 rows a step in "), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find("a ceiling of"), std::string::npos) << plain.out;
+  // --roofline-tflops belongs to the serving bench.
+  expect_refused(run_cera({"bench", "-m", stories_gguf().string(), "--roofline-tflops", "790"}),
+                 {"--roofline-tflops", "--concurrency"}, "--roofline-tflops alone");
 }
 
 TEST(CliBenchConcurrency, BadValuesAreRefusedWithTheRangeInPlainNumbers) {
