@@ -59,6 +59,7 @@ struct RunResult {
   double hit_rate() const { return query_tokens > 0 ? 100.0 * static_cast<double>(cached_tokens) / query_tokens : 0.0; }
   // Steps in which every request had one row (the decode steady state).
   int64_t full_steps = 0;
+  int64_t timed_steps = 0;  // full steps followed by a full step: those step_ms is taken over
   double step_ms = 0;     // median time from a full step's first row to the next full step's first row
   double row_gap_ms = 0;  // median gap between consecutive rows of one full step (0 when N = 1)
 };
@@ -96,6 +97,7 @@ void profile_steps(const std::vector<TokenEvent>& events, int32_t n, RunResult& 
     if (s + 1 < steps.size() && steps[s + 1].second - steps[s + 1].first == static_cast<size_t>(n))
       periods.push_back(ms(events[steps[s + 1].first].at - events[b].at));
   }
+  r.timed_steps = static_cast<int64_t>(periods.size());
   r.step_ms = percentile(periods, 0.5);
   r.row_gap_ms = percentile(gaps, 0.5);
 }
@@ -129,14 +131,13 @@ RunResult run_once(runtime::EngineLoop& loop, std::mt19937& rng, const Workload&
     };
   }
   const runtime::EngineLoopStats before = loop.stats();
-  std::vector<runtime::RequestHandle> handles;
+  // All at once, under one lock: the loop's next step sees every request, whatever the speed of
+  // this thread against the loop's steps.
   const Clock::time_point t0 = Clock::now();
-  for (size_t i = 0; i < params.size(); ++i) {
-    times[i].submit = Clock::now();
-    auto h = loop.submit(std::move(params[i]));
-    if (!h.ok()) fail("bench", h.status().with_context(fmt::format("submitting request {} of {}", i + 1, params.size())));
-    handles.push_back(*h);
-  }
+  for (RequestTimes& t : times) t.submit = t0;
+  auto submitted = loop.submit_all(std::move(params));
+  if (!submitted.ok()) fail("bench", submitted.status().with_context(fmt::format("submitting {} requests", times.size())));
+  const std::vector<runtime::RequestHandle>& handles = *submitted;
   RunResult r;
   for (size_t i = 0; i < handles.size(); ++i) {
     const runtime::RequestResult& res = handles[i].wait();
@@ -211,6 +212,7 @@ RunResult median_of(const std::vector<RunResult>& runs) {
   m.hits = static_cast<int64_t>(med(&RunResult::hits));
   m.queries = static_cast<int64_t>(med(&RunResult::queries));
   m.full_steps = static_cast<int64_t>(med(&RunResult::full_steps));
+  m.timed_steps = static_cast<int64_t>(med(&RunResult::timed_steps));
   m.step_ms = med(&RunResult::step_ms);
   m.row_gap_ms = med(&RunResult::row_gap_ms);
   return m;
@@ -223,21 +225,25 @@ RunResult median_of(const std::vector<RunResult>& runs) {
 void print_decode_ceiling(const ConcurrencyBenchOptions& o, const RunResult& m, const DecodeCost& cost,
                           double kv_bytes_per_token) {
   const double n = o.concurrency, context = o.n_prompt + o.n_gen / 2.0;
-  const double tps = n / (m.step_ms * 1e-3);
   const double weight_gb = cost.weight_bytes / 1e9, kv_gb = n * context * kv_bytes_per_token / 1e9;
   const double tflop = n * 2.0 * static_cast<double>(cost.weight_elements) / 1e12;
-  stdout_print("decode: {} rows a step in {:.2f} ms = {:.0f} tokens/s; a step reads {:.4g} GB of weights + {:.4g} GB of "
-               "K/V ({} x {:.0f} tokens of context x {:.0f} bytes) and computes {:.4g} TFLOP",
-               o.concurrency, m.step_ms, tps, weight_gb, kv_gb, o.concurrency, context, kv_bytes_per_token, tflop);
+  const bool timed = m.timed_steps > 0;
+  const double tps = timed ? n / (m.step_ms * 1e-3) : 0.0;
+  stdout_print("decode: {} rows a step {}; a step reads {:.4g} GB of weights + {:.4g} GB of K/V ({} x {:.0f} tokens "
+               "of context x {:.0f} bytes) and computes {:.4g} TFLOP",
+               o.concurrency,
+               timed ? fmt::format("in {:.4g} ms = {:.0f} tokens/s", m.step_ms, tps)
+                     : std::string("not timed (no two full steps back to back: raise --gen)"),
+               weight_gb, kv_gb, o.concurrency, context, kv_bytes_per_token, tflop);
   if (o.roofline_gbs > 0) {
     const double bytes_ms = (weight_gb + kv_gb) / o.roofline_gbs * 1e3;
     const double flop_ms = o.roofline_tflops > 0 ? tflop / o.roofline_tflops * 1e3 : 0.0;
     const double least_ms = std::max(bytes_ms, flop_ms);
     const double ceiling = n / (least_ms * 1e-3);
-    stdout_print("; at {} GB/s{} the step takes at least {:.4g} ms ({}): a ceiling of {:.0f} tokens/s, {:.1f} % of it "
-                 "reached",
+    stdout_print("; at {} GB/s{} the step takes at least {:.4g} ms ({}): a ceiling of {:.0f} tokens/s{}",
                  o.roofline_gbs, o.roofline_tflops > 0 ? fmt::format(" and {} TFLOP/s", o.roofline_tflops) : "",
-                 least_ms, bytes_ms >= flop_ms ? "bytes" : "FLOPs", ceiling, 100.0 * tps / ceiling);
+                 least_ms, bytes_ms >= flop_ms ? "bytes" : "FLOPs", ceiling,
+                 timed ? fmt::format(", {:.1f} % of it reached", 100.0 * tps / ceiling) : std::string());
   }
   stdout_print("\n");
 }
@@ -357,11 +363,12 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
                                  o.shared_prefix, o.shared_prefix / kBlockSize, kBlockSize)
                    : std::string());
   if (m.full_steps > 0) {
-    stdout_print("steps in which all {} requests had a row: {} a run, median {:.2f} ms each", o.concurrency, m.full_steps,
-                 m.step_ms);
-    if (o.concurrency > 1) {
+    stdout_print("steps in which all {} requests had a row: {} a run, {}", o.concurrency, m.full_steps,
+                 m.timed_steps > 0 ? fmt::format("median {:.4g} ms each", m.step_ms)
+                                   : std::string("none followed by another to time it"));
+    if (o.concurrency > 1 && m.timed_steps > 0) {
       stdout_print("; {:.3f} ms between two rows of a step (host work between the rows' callbacks: text decoding, "
-                   "stop rules, and sampling where the loop samples row by row), so about {:.2f} ms a step for the "
+                   "stop rules, and sampling where the loop samples row by row), so about {:.4g} ms a step for the "
                    "rest (forward, batched sampling, scheduling)",
                    m.row_gap_ms, std::max(0.0, m.step_ms - o.concurrency * m.row_gap_ms));
     }

@@ -111,7 +111,7 @@ TEST(CliBenchConcurrency, TheDecodeStepIsSetAgainstItsCeiling) {
                                 "8", "-r", "1", "--roofline-gbs", "100", "--roofline-tflops", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::regex line(
-      R"(decode: 4 rows a step in ([0-9.]+) ms = ([0-9]+) tokens/s; a step reads ([0-9.e+-]+) GB of weights \+ )"
+      R"(decode: 4 rows a step in ([0-9.e+-]+) ms = ([0-9]+) tokens/s; a step reads ([0-9.e+-]+) GB of weights \+ )"
       R"(([0-9.e+-]+) GB of K/V \(4 x 20 tokens of context x ([0-9]+) bytes\) and computes ([0-9.e+-]+) TFLOP; )"
       R"(at 100 GB/s and 2 TFLOP/s the step takes at least ([0-9.e+-]+) ms \((bytes|FLOPs)\): a ceiling of ([0-9]+) )"
       R"(tokens/s, ([0-9.]+) % of it reached)");

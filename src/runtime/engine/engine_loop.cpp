@@ -112,7 +112,7 @@ Result<std::unique_ptr<EngineLoop>> EngineLoop::create(model::Model& model, cons
 
 EngineLoop::~EngineLoop() { shutdown(ShutdownMode::kCancel); }
 
-Result<RequestHandle> EngineLoop::submit(RequestParams params) {
+Status EngineLoop::validate(const RequestParams& params) const {
   if (params.prompt.empty()) return invalid_argument("the request has an empty prompt (BOS at least is needed)");
   for (int32_t t : params.prompt) {
     if (t < 0 || t >= n_vocab_) {
@@ -140,12 +140,11 @@ Result<RequestHandle> EngineLoop::submit(RequestParams params) {
   if (params.context_shift.n_keep < 0) {
     return invalid_argument("context_shift.n_keep is " + std::to_string(params.context_shift.n_keep) + ": it must be >= 0");
   }
-  const auto n_prompt = static_cast<int32_t>(params.prompt.size());
-  auto live = std::make_unique<Live>(std::move(params), tokenizer_);
-  live->result.n_prompt = n_prompt;
+  return {};
+}
+
+RequestHandle EngineLoop::enqueue_locked(std::unique_ptr<Live> live) {
   std::shared_ptr<detail::RequestShared> shared = live->shared;
-  std::lock_guard lock(mu_);
-  if (stopping_) return Status(ErrorCode::kCancelled, "the engine loop is shutting down");
   shared->id = next_id_;
   if (live->params.max_tokens == 0) {  // nothing to generate: done without running
     ++next_id_;
@@ -155,10 +154,44 @@ Result<RequestHandle> EngineLoop::submit(RequestParams params) {
     shared->done = true;
     return RequestHandle(shared);
   }
-  CERA_RETURN_IF_ERROR(scheduler_.add(shared->id, n_prompt));
+  // can_add passed under this lock: add cannot fail.
+  const Status added = scheduler_.add(shared->id, live->result.n_prompt);
+  CERA_CHECK(added.ok());
   live_.emplace(next_id_++, std::move(live));
-  wake_.notify_one();
   return RequestHandle(shared);
+}
+
+Result<RequestHandle> EngineLoop::submit(RequestParams params) {
+  std::vector<RequestParams> one;
+  one.push_back(std::move(params));
+  auto handles = submit_all(std::move(one));
+  if (!handles.ok()) return handles.status();
+  return (*handles)[0];
+}
+
+Result<std::vector<RequestHandle>> EngineLoop::submit_all(std::vector<RequestParams> batch) {
+  const size_t n = batch.size();
+  auto which = [&](size_t i) { return "request " + std::to_string(i + 1) + " of " + std::to_string(n); };
+  std::vector<std::unique_ptr<Live>> lives;
+  std::vector<int32_t> queued_prompts;  // those the scheduler takes (max_tokens > 0)
+  for (size_t i = 0; i < n; ++i) {
+    Status s = validate(batch[i]);
+    if (!s.ok()) return n == 1 ? s : s.with_context(which(i));
+    const auto n_prompt = static_cast<int32_t>(batch[i].prompt.size());
+    if (batch[i].max_tokens > 0) queued_prompts.push_back(n_prompt);
+    lives.push_back(std::make_unique<Live>(std::move(batch[i]), tokenizer_));
+    lives.back()->result.n_prompt = n_prompt;
+  }
+  std::vector<RequestHandle> handles;
+  handles.reserve(n);
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Status(ErrorCode::kCancelled, "the engine loop is shutting down");
+    CERA_RETURN_IF_ERROR(scheduler_.can_add(queued_prompts));
+    for (auto& live : lives) handles.push_back(enqueue_locked(std::move(live)));
+  }
+  wake_.notify_one();
+  return handles;
 }
 
 void EngineLoop::shutdown(ShutdownMode mode) {

@@ -105,6 +105,10 @@ class EngineLoop {
   // the id), top_logprobs outside 0..kMaxTopLogprobs or without logprobs, a prompt longer than
   // n_ctx or the pool, a full queue (naming max_waiting), or a loop that is shutting down.
   Result<RequestHandle> submit(RequestParams params);
+  // Queues every request of `batch` under one lock, so that the loop's next step sees them all
+  // (a bench's "submitted at once", or the n choices of one API request), or none: submit()'s
+  // errors, naming the request, and a queue without room for the whole batch.
+  Result<std::vector<RequestHandle>> submit_all(std::vector<RequestParams> batch);
   // Stops accepting requests, drains or cancels what is left, and joins the thread. Idempotent;
   // any thread but the loop's own (not from a sink).
   void shutdown(ShutdownMode mode);
@@ -122,6 +126,10 @@ class EngineLoop {
   EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, BatchSampler sampler,
              const SchedulerConfig& sc, int32_t n_ctx, DecodePipeline pipeline);
   void run();
+  Status validate(const RequestParams& params) const;  // submit()'s checks that need no lock
+  // Under mu_, after scheduler_.can_add: gives the request its id and queues it (or ends it at
+  // once when max_tokens is 0).
+  RequestHandle enqueue_locked(std::unique_ptr<Live> live);
   // One step; false when the loop should exit.
   bool step();
   // What a step runs: chunk i of the plan belongs to rows[i] (nullptr: a row of a step queued

@@ -23,20 +23,38 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvPoolView* pool)
 
 Status Scheduler::add(RequestId id, int32_t n_prompt) {
   CERA_CHECK(n_prompt > 0);
-  if (n_waiting() >= config_.max_waiting) {
-    return unavailable("the waiting queue is full: " + std::to_string(config_.max_waiting) +
-                        " requests wait already (max_waiting)");
-  }
-  if (n_prompt > config_.n_ctx) {
-    return out_of_range("the prompt is " + std::to_string(n_prompt) + " tokens, longer than the context of " +
-                        std::to_string(config_.n_ctx) + " tokens per request");
-  }
-  if (blocks_for(n_prompt, config_.block_size) > config_.n_blocks) {
-    return out_of_range("the prompt is " + std::to_string(n_prompt) + " tokens, more than the KV pool of " +
-                        std::to_string(config_.n_blocks) + " blocks of " + std::to_string(config_.block_size) +
-                        " tokens holds");
-  }
+  CERA_RETURN_IF_ERROR(can_add({n_prompt}));
   waiting_.push_back({.id = id, .n_tokens = n_prompt, .state = RequestState::kWaiting});
+  return {};
+}
+
+Status Scheduler::can_add(const std::vector<int32_t>& n_prompts) const {
+  const auto n = static_cast<int64_t>(n_prompts.size());
+  if (n_waiting() + n > config_.max_waiting) {
+    if (n == 1) {
+      return unavailable("the waiting queue is full: " + std::to_string(config_.max_waiting) +
+                         " requests wait already (max_waiting)");
+    }
+    return unavailable("the waiting queue holds " + std::to_string(n_waiting()) + " of at most " +
+                       std::to_string(config_.max_waiting) + " requests (max_waiting): no room for " +
+                       std::to_string(n) + " more");
+  }
+  auto fits = [&](int32_t n_prompt) -> Status {
+    if (n_prompt > config_.n_ctx) {
+      return out_of_range("the prompt is " + std::to_string(n_prompt) + " tokens, longer than the context of " +
+                          std::to_string(config_.n_ctx) + " tokens per request");
+    }
+    if (blocks_for(n_prompt, config_.block_size) > config_.n_blocks) {
+      return out_of_range("the prompt is " + std::to_string(n_prompt) + " tokens, more than the KV pool of " +
+                          std::to_string(config_.n_blocks) + " blocks of " + std::to_string(config_.block_size) +
+                          " tokens holds");
+    }
+    return {};
+  };
+  for (size_t i = 0; i < n_prompts.size(); ++i) {
+    Status s = fits(n_prompts[i]);
+    if (!s.ok()) return n == 1 ? s : s.with_context("request " + std::to_string(i + 1) + " of " + std::to_string(n));
+  }
   return {};
 }
 

@@ -85,6 +85,9 @@ class Scheduler {
   // Queues a request with n_prompt tokens (> 0). Errors, naming the limit: the waiting queue is
   // full, or the prompt can never run (longer than n_ctx, or more blocks than the whole pool).
   Status add(RequestId id, int32_t n_prompt);
+  // add()'s errors for n requests with these prompt lengths, without queueing any: so that a
+  // batch is queued whole or not at all (EngineLoop::submit_all).
+  Status can_add(const std::vector<int32_t>& n_prompts) const;
   // Plans one step and applies it to the bookkeeping: n_computed advances by each chunk as if
   // the forward succeeded (the engine finishes every request of a failed step).
   StepPlan schedule();

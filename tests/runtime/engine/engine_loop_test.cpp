@@ -1,7 +1,7 @@
 // The engine loop on stories260K (CPU, F32 K/V): batched equals alone against each request's solo
 // run through the loop and through the reference decode over a Session (generate_helpers.h),
 // preemption with a pool a quarter of the demand, a randomized soak with cancellation, seeded
-// sampling in a batch, context shifts (also pipelined), and submit's errors.
+// sampling in a batch, context shifts (also pipelined), submit's errors and submit_all's batches.
 #include "runtime/engine/engine_loop.h"
 
 #include <gtest/gtest.h>
@@ -386,6 +386,50 @@ TEST_F(EngineLoopTest, SubmitErrorsNameTheProblem) {
   EXPECT_EQ(running->wait().reason, FinishReason::kMaxTokens);
   (*loop)->shutdown(ShutdownMode::kDrain);
   EXPECT_EQ((*loop)->submit({.prompt = {1}}).status().code(), ErrorCode::kCancelled);
+  EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok());
+}
+
+// submit_all queues a batch whole or not at all: a bad request names its place and queues none, a
+// queue without room for all of them queues none; a batch queued while the loop is held in a step
+// is all waiting at once, and each request's tokens equal its run alone (greedy).
+TEST_F(EngineLoopTest, SubmitAllQueuesTheWholeBatchOrNone) {
+  auto loop = EngineLoop::create(model(), tok(), {.n_ctx = 64, .max_running = 4, .max_waiting = 3});
+  ASSERT_TRUE(loop.ok());
+  auto batch_of = [](std::vector<std::vector<int32_t>> prompts) {
+    std::vector<RequestParams> b;
+    for (auto& pr : prompts) {
+      b.push_back({.prompt = std::move(pr), .max_tokens = 6, .stop_at_end_of_generation = false});
+      b.back().sampling.temperature = 0;
+    }
+    return b;
+  };
+  const std::vector<std::vector<int32_t>> prompts = {{1, 100, 200}, {1, 7, 8, 9}, {1, 300}};
+  std::vector<std::vector<int32_t>> alone;
+  for (RequestParams& p : batch_of(prompts)) alone.push_back((*loop)->submit(std::move(p))->wait().tokens);
+  test::Gate gate;
+  auto held = (*loop)->submit({.prompt = {1}, .max_tokens = 4, .stop_at_end_of_generation = false, .on_token = gate.sink()});
+  ASSERT_TRUE(held.ok());
+  gate.wait_reached();  // the loop is inside a step; the queue is empty
+  const Status bad = (*loop)->submit_all(batch_of({{1, 2}, {1, 9999}, {1, 3}})).status();
+  EXPECT_EQ(bad.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("request 2 of 3"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("9999"), std::string::npos) << bad.message();
+  EXPECT_EQ((*loop)->stats().n_waiting, 0);
+  const Status no_room = (*loop)->submit_all(batch_of({{1}, {1}, {1}, {1}})).status();
+  EXPECT_EQ(no_room.code(), ErrorCode::kUnavailable);
+  EXPECT_NE(no_room.message().find("no room for 4 more"), std::string::npos) << no_room.message();
+  EXPECT_NE(no_room.message().find("max_waiting"), std::string::npos) << no_room.message();
+  EXPECT_EQ((*loop)->stats().n_waiting, 0);
+  auto handles = (*loop)->submit_all(batch_of(prompts));
+  ASSERT_TRUE(handles.ok()) << handles.status().to_string();
+  ASSERT_EQ(handles->size(), prompts.size());
+  EXPECT_EQ((*loop)->stats().n_waiting, 3);
+  gate.open();
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ((*handles)[i].wait().tokens, alone[i]) << "request " << i;
+  EXPECT_EQ(held->wait().reason, FinishReason::kMaxTokens);
+  EXPECT_TRUE((*loop)->submit_all({})->empty());  // an empty batch queues nothing
+  (*loop)->shutdown(ShutdownMode::kDrain);
+  EXPECT_EQ((*loop)->submit_all(batch_of(prompts)).status().code(), ErrorCode::kCancelled);
   EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok());
 }
 
