@@ -454,10 +454,22 @@ MatmulPath matmul_path(const TensorView& weight, int64_t n_tokens) {
   return n_tokens <= kGemvMaxTokens ? MatmulPath::kGemv : MatmulPath::kPrefill;
 }
 
+SplitScratch split_scratch(CudaContext& ctx, int64_t counters, int64_t partial_floats, size_t n_parts) {
+  // A weight splits only below `slots` tiles (three blocks an SM at most, gemm_rows_direct), so
+  // at most that many counters a token tile (of 8 tokens at least) and part.
+  const uint64_t counter_bytes = uint64_t(kMaxGemvParts) * uint64_t(3 * ctx.sm_count()) * (kRowsMaxLimit / 8) * 4;
+  CERA_CHECK(uint64_t(counters) * 4 <= counter_bytes);
+  if (counters == 0) return {};
+  const uint64_t partial_bytes = uint64_t(partial_floats) * 4 * (n_parts == 1 ? kMaxGemvParts : 1);
+  auto* base = static_cast<std::byte*>(ctx.zeroed_scratch(ScratchKind::kGemmSplit, counter_bytes + partial_bytes));
+  return {reinterpret_cast<int*>(base), reinterpret_cast<float*>(base + counter_bytes)};
+}
+
 void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts) {
   CERA_CHECK_MSG(!parts.empty() && parts.size() <= size_t(kMaxGemvParts), "gemm_rows: 1 to 3 weights a launch");
   const TensorView& w0 = parts[0].weight;
   const int64_t n_in = w0.cols(), n_tokens = x.rows();
+  if (gemm_rows_direct_takes(w0.dtype, n_tokens)) return gemm_rows_direct_parts(ctx, x, parts);
   CERA_CHECK_MSG(n_tokens <= kRowsMaxLimit, "gemm_rows: more than 256 rows");
   CERA_CHECK_MSG(n_in % 8 == 0, "gemm_rows: the weight's rows are not a multiple of 8 elements");
   const KernelInfo k = kernel_info(w0.dtype, config_of(n_tokens));
@@ -494,17 +506,7 @@ void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const Rows
   CERA_CHECK_MSG(blocks < (int64_t{1} << 31), "gemm_rows: too many blocks for one launch");
   const bool bf16 = w0.dtype == DType::kBF16;
   const void* xh = gemm_activations(ctx, x, bf16);
-  // kGemmSplit: the arrival counters in a region of fixed size (a weight splits only below
-  // `slots` tiles, so at most that many counters a token tile and part), which stays zero; the
-  // partial tiles after it. A graph records matmuls one by one and captures them fused
-  // (fused.cu), so one weight sizes the scratch for three: capture must not grow it.
-  std::byte* base = nullptr;
-  const uint64_t counter_bytes = uint64_t(kMaxGemvParts) * uint64_t(slots) * (kRowsMaxLimit / 16) * 4;
-  CERA_CHECK(uint64_t(counters) * 4 <= counter_bytes);
-  if (counters > 0) {
-    const uint64_t partial_bytes = uint64_t(partial_floats) * 4 * (parts.size() == 1 ? kMaxGemvParts : 1);
-    base = static_cast<std::byte*>(ctx.zeroed_scratch(ScratchKind::kGemmSplit, counter_bytes + partial_bytes));
-  }
+  const SplitScratch scratch = split_scratch(ctx, counters, partial_floats, parts.size());
   if (!ctx.launching()) return;
   const bool plain = dtype_block_size(w0.dtype) == 1;
   int64_t counter_at = 0, partial_at = 0;
@@ -517,8 +519,8 @@ void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const Rows
     P.bias = t.bias != nullptr ? reinterpret_cast<const float*>(t.bias->data) : nullptr;
     P.out_pairs = P.out_stride % 2 == 0 && reinterpret_cast<uintptr_t>(t.out.data) % 8 == 0;
     if (split_of[i] > 1) {
-      P.arrivals = reinterpret_cast<int*>(base) + counter_at;
-      P.partial = reinterpret_cast<float*>(base + counter_bytes) + partial_at;
+      P.arrivals = scratch.counters + counter_at;
+      P.partial = scratch.partials + partial_at;
       counter_at += m_tiles * P.n_tiles;
       partial_at += split_of[i] * m_tiles * P.n_tiles * k.bm * k.bn;
     }

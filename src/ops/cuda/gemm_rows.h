@@ -47,6 +47,24 @@ struct RowsTarget {
 };
 void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts);
 
+// Q4_0 batches of at most rows_direct_max() rows (CERA_CUDA_ROWS_DIRECT_MAX, at most 256; default
+// 0: never, until the kernel has run on a GPU) go to gemm_rows_direct.cu's kernel (weights decoded
+// from registers straight into tensor-core fragments), except under CERA_CUDA_BATCH_INVARIANT=1,
+// whose k order is gemm_rows' own.
+int64_t rows_direct_max();
+bool gemm_rows_direct_takes(DType dtype, int64_t n_tokens);
+void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts);
+
+// The split-k scratch of both serving kernels (ScratchKind::kGemmSplit): arrival counters in a
+// region of fixed size that the kernels leave at zero, then `partial_floats` of partial tiles
+// (three times as many for a single weight: graph replay fuses up to three such calls into one
+// launch and capture must not grow the scratch). Nothing is allocated when counters is 0.
+struct SplitScratch {
+  int* counters = nullptr;
+  float* partials = nullptr;
+};
+SplitScratch split_scratch(CudaContext& ctx, int64_t counters, int64_t partial_floats, size_t n_parts);
+
 // x's rows converted to f16 (bf16) into kGemmX scratch, [n_tokens][n_in] packed, unless the
 // activation cache says they already are there (Q/K/V and gate/up share one conversion); in
 // record mode the scratch is sized and nothing is launched (matmul.cu).

@@ -1,0 +1,384 @@
+// gemm_rows' kernel for Q4_0 weights at serving batches (gemm_rows.h: gemm_rows_direct_parts):
+// out[t][o] = sum_k x[t][k] W[o][k] (+ bias[o]) with the weight as the A operand of mma.sync
+// m16n8k16 (16 weight rows x 8 tokens), decoded from the registers its loads land in.
+//
+// The one decision: a weight byte goes from DRAM into a register and from there, decoded, into an
+// A fragment; it never passes through shared memory, and no block barrier paces the weight
+// stream. gemm_rows' f16 tiles (store, barrier, ldmatrix) cost ~255 instructions a thread per
+// 32 weights a stage, issue-bound at 20 % of the DRAM bandwidth at 16 rows (ncu, 8B gate/up,
+// docs/benchmarks/serving_batch_h200.md); here, counted from the code (not yet measured), a
+// thread spends ~2.5 instructions a weight.
+// It works because the k order of a dot product is free: each lane of a quad (lane % 4 = c)
+// takes a whole Q4_0 block (block 4s + c of superstep s: 16 code bytes by one 16-byte load), and
+// the fragment columns a lane owns are assigned to the block's elements in the order the nibble
+// masks yield them (w & 0x000F000F gives elements 4q and 4q+2 of word q), so no byte permute is
+// spent on the weights. The activations follow that order: the B fragment of lane (g, c) is
+// token g's elements 4q, 4q+2 | 4q+1, 4q+3 of the same block, one 16-byte shared load per two
+// words and two byte permutes. The activations of a chunk of k (32 KB) sit in shared memory,
+// two chunks double-buffered by cp.async, one barrier a chunk.
+// Status: written and compiled (ptxas: 167-168 registers, at most 32 bytes of spills at 32
+// tokens), its fragment mapping checked against a dot product by a host emulation, but not yet
+// run on a GPU: off by default (CERA_CUDA_ROWS_DIRECT_MAX=64 turns it on; scripts/cuda-check.sh
+// runs the serving-rows sweep, the graph tests and memcheck with it on).
+// Shape of the work: a block is 4 warps x 32 weight rows (2 m16 tiles), for a token tile of 8,
+// 16 or 32 tokens (1, 2 or 4 n8 tiles), over one split of k; k is split for weights with few
+// rows as gemm_rows splits them, with the same deterministic fix-up (the last block of a tile
+// adds the splits in order) in the same scratch (split_scratch).
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/gemm_rows.h"
+#include "ops/cuda/launch.cuh"
+#include "ops/cuda/mma.cuh"
+#include "ops/cuda/weight_layout.h"
+
+namespace cera::ops::cuda {
+namespace {
+
+using namespace mma;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kRowsWarp = 32;                    // two m16 tiles
+constexpr int kRowsBlock = kWarps * kRowsWarp;  // 128 weight rows a block
+constexpr int kSuperK = 128;                     // k of a superstep: 4 Q4_0 blocks, one a lane of a quad
+constexpr int kChunkBytes = 32768;               // activations of one chunk of k (two in flight)
+constexpr int kDepth = 2;  // supersteps of weights in flight in registers (3 spilled: ptxas -v)
+constexpr int kMaxSplits = 16;
+
+struct DirectPart {
+  const uint4* qs;    // [n_out][n_blocks] 16 code bytes a block (weight_layout.h region 0)
+  const __half* d;    // [n_out][n_blocks] scales (region 1)
+  float* out;         // [n_tokens rows of n_out], out_stride floats apart
+  int64_t out_stride;
+  const float* bias;  // [n_out] or nullptr
+  int* arrivals;      // [tiles] blocks of a tile done (zero between launches); n_splits > 1 only
+  float* partial;     // [n_splits][tiles][kRowsBlock x token tile] in accumulator order
+  int n_out, n_tiles, n_splits, first_block;
+};
+
+struct DirectParams {
+  DirectPart part[kMaxGemvParts];
+  int n_parts;
+  const __half* x;  // [n_tokens][n_in] f16, packed
+  int64_t n_in;
+  int n_tokens, n_blocks, n_super, m_tiles;  // n_blocks: Q4_0 blocks a row; n_super: supersteps a row
+};
+
+// The four code words and the scale of one Q4_0 block of one weight row.
+struct BlockRaw {
+  uint4 q;
+  __half d;
+};
+
+// Q4_0 codes c (two per half, at bits 0-3 and 16-19) to the f16 pair (c - 8) d: 1024 + c by
+// the exponent trick, then the subtraction exactly, then the scale (one rounding, as the
+// prefill GEMM's decoders).
+__device__ __forceinline__ uint32_t q4_pair(uint32_t codes, __half2 d) {
+  const uint32_t h = codes | 0x64006400u;
+  __half2 v;
+  std::memcpy(&v, &h, 4);
+  v = __hmul2(__hsub2(v, __half2half2(__ushort_as_half(0x6408))), d);  // 0x6408: 1032
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
+// 16-byte piece p (elements 8p .. 8p+7) of block j of token t in a chunk of kc elements a token:
+// the XOR spreads the 8 lanes of each phase of a 16-byte load (tokens g, g+1 x 4 blocks) over
+// distinct bank groups.
+template <int kKC>
+__device__ __forceinline__ int x_piece(int t, int j, int p) {
+  return t * (kKC / 8) + 4 * j + (p ^ ((((j >> 1) & 1) << 1) | (t & 1)));
+}
+
+template <int kNN>
+__global__ void __launch_bounds__(kThreads, 3) gemm_rows_direct_kernel(const __grid_constant__ DirectParams p) {
+  constexpr int kTT = 8 * kNN;                  // tokens of a tile
+  constexpr int kKC = kChunkBytes / (2 * kTT);  // k of a chunk: 2048, 1024, 512
+  constexpr int kSC = kKC / kSuperK;            // supersteps a chunk
+  constexpr int kPieces = kTT * kKC / 8;        // 16-byte pieces of a chunk
+  static_assert(kPieces % kThreads == 0, "whole pieces a thread");
+  extern __shared__ __align__(128) uint8_t smem[];
+  uint4* xs = reinterpret_cast<uint4*>(smem);  // [2][kPieces] x_piece order
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
+
+  int pi = 0;
+#pragma unroll
+  for (int i = 1; i < kMaxGemvParts; ++i) pi += i < p.n_parts && int(blockIdx.x) >= p.part[i].first_block;
+  const DirectPart& P = p.part[pi];
+  const int local = int(blockIdx.x) - P.first_block;
+  const int m_tile = local % p.m_tiles, n_tile = local / p.m_tiles % P.n_tiles, split = local / p.m_tiles / P.n_tiles;
+  const int m0 = m_tile * kTT, n0 = n_tile * kRowsBlock;
+  const int s0 = int(int64_t(p.n_super) * split / P.n_splits);
+  const int n_s = int(int64_t(p.n_super) * (split + 1) / P.n_splits) - s0;
+
+  // This lane's rows: tile mt's rows g and g + 8 (rows past n_out re-read the last row; their
+  // products are never stored), block 4 s + c of each superstep s.
+  const uint4* qrow[2][2];
+  const __half* drow[2][2];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = min(n0 + kRowsWarp * warp + 16 * mt + g + 8 * h, P.n_out - 1);
+      qrow[mt][h] = P.qs + row * p.n_blocks + c;
+      drow[mt][h] = P.d + row * p.n_blocks + c;
+    }
+  }
+  struct Raw {
+    BlockRaw b[2][2];
+  };
+  auto load_raw = [&](int s) {  // superstep s0 + s; blocks past the row read as zeros
+    Raw r;
+    const int blk = 4 * (s0 + s);
+    const bool in = blk + c < p.n_blocks;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        r.b[mt][h].q = in ? __ldg(qrow[mt][h] + blk) : make_uint4(0, 0, 0, 0);
+        r.b[mt][h].d = in ? __ldg(drow[mt][h] + blk) : __ushort_as_half(0);
+      }
+    }
+    return r;
+  };
+  // Chunk ci of this split into buffer ci & 1: tokens past n_tokens and k past n_in as zeros.
+  auto load_chunk = [&](int ci) {
+    uint4* dst = xs + (ci & 1) * kPieces;
+    const int64_t k0 = int64_t(s0 + ci * kSC) * kSuperK;
+#pragma unroll
+    for (int i = 0; i < kPieces / kThreads; ++i) {
+      const int id = tid + kThreads * i, t = id / (kKC / 8), r = id % (kKC / 8);
+      const int64_t k = k0 + 8 * r;
+      const bool in = m0 + t < p.n_tokens && k < p.n_in;
+      const __half* src = in ? p.x + int64_t(m0 + t) * p.n_in + k : p.x;
+      cp_async16_zfill(smem_addr(dst + x_piece<kKC>(t, r / 4, r % 4)), src, in ? 16 : 0);
+    }
+    cp_async_commit();
+  };
+
+  float acc[2][kNN][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int ni = 0; ni < kNN; ++ni) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][ni][e] = 0.0f;
+    }
+  }
+  // Superstep ls of the chunk in buffer buf: 8 k16 steps (word q of the code words, low then
+  // high nibbles); step (hb, q) takes elements 16 hb + 4 q + {0, 2 | 1, 3} of each lane's block.
+  auto compute = [&](const Raw& r, const uint4* buf, int ls) {
+    __half2 d[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) d[mt][h] = __half2half2(r.b[mt][h].d);
+    }
+    const int j = 4 * ls + c;
+#pragma unroll
+    for (int hb = 0; hb < 2; ++hb) {
+#pragma unroll
+      for (int qp = 0; qp < 2; ++qp) {
+        uint4 xv[kNN];  // token 8 ni + g: elements 16 hb + 8 qp .. + 7 of block j
+#pragma unroll
+        for (int ni = 0; ni < kNN; ++ni) xv[ni] = buf[x_piece<kKC>(8 * ni + g, j, 2 * hb + qp)];
+#pragma unroll
+        for (int qq = 0; qq < 2; ++qq) {
+          const int q = 2 * qp + qq;
+          uint32_t a[2][4];
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const uint32_t* qw = &r.b[mt][h].q.x;
+              const uint32_t w = qw[q] >> (4 * hb);
+              a[mt][h] = q4_pair(w & 0x000F000Fu, d[mt][h]);            // elements +0, +2
+              a[mt][2 + h] = q4_pair((w >> 8) & 0x000F000Fu, d[mt][h]);  // elements +1, +3
+            }
+          }
+#pragma unroll
+          for (int ni = 0; ni < kNN; ++ni) {
+            const uint32_t lo = qq == 0 ? xv[ni].x : xv[ni].z, hi = qq == 0 ? xv[ni].y : xv[ni].w;
+            const uint32_t b0 = __byte_perm(lo, hi, 0x5410), b1 = __byte_perm(lo, hi, 0x7632);
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) mma16816(acc[mt][ni], a[mt], b0, b1);
+          }
+        }
+      }
+    }
+  };
+
+  Raw ring[kDepth];
+#pragma unroll
+  for (int i = 0; i < kDepth; ++i) ring[i] = i < n_s ? load_raw(i) : Raw{};
+  pdl_entry();  // the weights are never written by kernels: their loads went out before
+  load_chunk(0);
+  // cur: ring[i % kDepth] (a static index: the loop is unrolled by kDepth).
+  auto step = [&](int i, Raw& cur) {
+    const int ls = i % kSC, ci = i / kSC;
+    if (ls == 0) {
+      cp_async_wait<0>();  // chunk ci has landed
+      __syncthreads();     // ... for every thread, and every warp is done with chunk ci - 1
+      if ((ci + 1) * kSC < n_s) load_chunk(ci + 1);  // into chunk ci - 1's buffer
+    }
+    compute(cur, xs + (ci & 1) * kPieces, ls);
+    if (i + kDepth < n_s) cur = load_raw(i + kDepth);
+  };
+  for (int i0 = 0; i0 < n_s; i0 += kDepth) {
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+      if (i0 + d < n_s) step(i0 + d, ring[d]);
+    }
+  }
+
+  // Accumulator (mt, ni): e 0, 1 at weight row g, tokens 2c, 2c+1 of n8 tile ni; e 2, 3 at row g+8.
+  constexpr int kAcc = 2 * kNN * 4;
+  float* flat = &acc[0][0][0];
+  if (P.n_splits > 1) {
+    __shared__ int last;
+    const int tile = n_tile * p.m_tiles + m_tile, tiles = P.n_tiles * p.m_tiles;
+    const int64_t tile_floats = int64_t(kRowsBlock) * kTT;
+    float* dst = P.partial + (int64_t(split) * tiles + tile) * tile_floats + warp * kAcc * 32;
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) dst[i * 32 + lane] = flat[i];
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(&P.arrivals[tile], 1) == P.n_splits - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) flat[i] = 0.0f;
+    for (int z = 0; z < P.n_splits; ++z) {
+      const float* src = P.partial + (int64_t(z) * tiles + tile) * tile_floats + warp * kAcc * 32;
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) flat[i] += __ldcg(src + i * 32 + lane);
+    }
+    if (tid == 0) P.arrivals[tile] = 0;  // for the next launch (which waits for this grid)
+  }
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int o = n0 + kRowsWarp * warp + 16 * mt + g + 8 * h;
+      if (o >= P.n_out) continue;
+      const float bias = P.bias != nullptr ? P.bias[o] : 0.0f;
+#pragma unroll
+      for (int ni = 0; ni < kNN; ++ni) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int t = m0 + 8 * ni + 2 * c + e;
+          if (t < p.n_tokens) P.out[int64_t(t) * P.out_stride + o] = acc[mt][ni][2 * h + e] + bias;
+        }
+      }
+    }
+  }
+}
+
+struct DirectKernel {
+  void (*kernel)(DirectParams);
+  int tokens;  // a tile
+};
+template <int kNN>
+DirectKernel direct_kernel() {
+  DirectKernel k{gemm_rows_direct_kernel<kNN>, 8 * kNN};
+  static bool raised = false;  // the dynamic shared-memory limit, once per kernel
+  if (!raised) {
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 2 * kChunkBytes));
+    raised = true;
+  }
+  return k;
+}
+DirectKernel direct_kernel_for(int64_t n_tokens) {
+  if (n_tokens <= 8) return direct_kernel<1>();
+  if (n_tokens <= 16) return direct_kernel<2>();
+  return direct_kernel<4>();
+}
+
+}  // namespace
+
+int64_t rows_direct_max() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("CERA_CUDA_ROWS_DIRECT_MAX");
+    if (e == nullptr || *e == '\0') return int64_t{0};  // off until measured (gemm_rows.h)
+    const long long n = std::atoll(e);
+    return int64_t(n < 0 ? 0 : (n > kRowsMaxLimit ? kRowsMaxLimit : n));
+  }();
+  return v;
+}
+
+bool gemm_rows_direct_takes(DType dtype, int64_t n_tokens) {
+  return dtype == DType::kQ4_0 && !batch_invariant() && n_tokens <= rows_direct_max();
+}
+
+void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts) {
+  CERA_CHECK_MSG(!parts.empty() && parts.size() <= size_t(kMaxGemvParts), "gemm_rows: 1 to 3 weights a launch");
+  const TensorView& w0 = parts[0].weight;
+  const int64_t n_in = w0.cols(), n_tokens = x.rows();
+  CERA_CHECK_MSG(w0.dtype == DType::kQ4_0 && n_in % 32 == 0, "gemm_rows_direct: Q4_0 weights only");
+  const DirectKernel k = direct_kernel_for(n_tokens);
+  const int64_t m_tiles = (n_tokens + k.tokens - 1) / k.tokens, n_blocks = n_in / 32;
+  const int64_t n_super = (n_blocks + 3) / 4;
+  DirectParams p{};
+  p.n_parts = int(parts.size());
+  // The splits as gemm_rows chooses them, from the weight's shape alone: as many as fill the
+  // blocks an SM holds (three: 64 KB of activations each) in one wave for one token tile of that
+  // weight alone, each at least two supersteps long.
+  const int64_t slots = 3 * int64_t(ctx.sm_count());
+  int64_t blocks = 0, counters = 0, partial_floats = 0;
+  int64_t split_of[kMaxGemvParts];
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const TensorView& w = parts[i].weight;
+    CERA_CHECK_MSG(w.dtype == w0.dtype && w.cols() == n_in, "gemm_rows: the weights of a launch differ in type or width");
+    const int64_t n_out = w.rows(), n_tiles = (n_out + kRowsBlock - 1) / kRowsBlock;
+    CERA_CHECK_MSG(n_out < (int64_t{1} << 31) && n_tiles * m_tiles < (int64_t{1} << 24),
+                   "gemm_rows: weight too large for one launch");
+    split_of[i] = std::max<int64_t>(1, std::min({slots / n_tiles, n_super / 2, int64_t(kMaxSplits)}));
+    DirectPart& P = p.part[i];
+    P.n_out = int(n_out);
+    P.n_tiles = int(n_tiles);
+    P.n_splits = int(split_of[i]);
+    P.first_block = int(blocks);
+    blocks += m_tiles * n_tiles * split_of[i];
+    if (split_of[i] > 1) {
+      counters += m_tiles * n_tiles;
+      partial_floats += split_of[i] * m_tiles * n_tiles * kRowsBlock * k.tokens;
+    }
+  }
+  CERA_CHECK_MSG(blocks < (int64_t{1} << 31), "gemm_rows: too many blocks for one launch");
+  const void* xh = gemm_activations(ctx, x, false);
+  const SplitScratch scratch = split_scratch(ctx, counters, partial_floats, parts.size());
+  if (!ctx.launching()) return;
+  int64_t counter_at = 0, partial_at = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const RowsTarget& t = parts[i];
+    DirectPart& P = p.part[i];
+    const QWeight w = qweight_of(t.weight.dtype, t.weight.data, n_in, t.weight.rows(), 0);
+    P.qs = reinterpret_cast<const uint4*>(w.r0);
+    P.d = reinterpret_cast<const __half*>(w.r1);
+    P.out = reinterpret_cast<float*>(t.out.data);
+    P.out_stride = t.out.stride() / 4;
+    P.bias = t.bias != nullptr ? reinterpret_cast<const float*>(t.bias->data) : nullptr;
+    if (split_of[i] > 1) {
+      P.arrivals = scratch.counters + counter_at;
+      P.partial = scratch.partials + partial_at;
+      counter_at += m_tiles * P.n_tiles;
+      partial_at += split_of[i] * m_tiles * P.n_tiles * kRowsBlock * k.tokens;
+    }
+  }
+  p.x = static_cast<const __half*>(xh);
+  p.n_in = n_in;
+  p.n_tokens = int(n_tokens);
+  p.n_blocks = int(n_blocks);
+  p.n_super = int(n_super);
+  p.m_tiles = int(m_tiles);
+  launch(ctx.stream(), k.kernel, unsigned(blocks), kThreads, size_t(2 * kChunkBytes), p);
+  CERA_CUDA_LAUNCHED();
+}
+
+}  // namespace cera::ops::cuda
