@@ -109,6 +109,11 @@ TEST_F(EngineSamplingTest, LogprobsAreTheRawLogSoftmax) {
   ASSERT_TRUE(loop.ok());
   std::vector<RequestHandle> handles;
   for (const RequestParams& p : ps) handles.push_back(*(*loop)->submit(p));
+  // The references run the model through a Session, which must not overlap the loop's steps
+  // (EngineLoop::create: nothing else runs the model while the loop lives): every request ends
+  // and the loop stops first.
+  for (const RequestHandle& h : handles) h.wait();
+  (*loop)->shutdown(ShutdownMode::kDrain);
   for (size_t i = 0; i < ps.size(); ++i) {
     const RequestResult& r = handles[i].wait();
     ASSERT_TRUE(r.status.ok()) << r.status.to_string();
@@ -124,7 +129,6 @@ TEST_F(EngineSamplingTest, LogprobsAreTheRawLogSoftmax) {
   for (const TokenLogprobs& lp : greedy.logprobs) EXPECT_EQ(lp.chosen.token, lp.top[0].token);
   const RequestResult& force = handles[4].wait();
   EXPECT_EQ(force.tokens, std::vector<int32_t>(12, forced));
-  (*loop)->shutdown(ShutdownMode::kDrain);
   const EngineLoopStats st = (*loop)->stats();
   EXPECT_LE(st.n_top_k_calls, st.n_steps);
   // The penalties' request reads its rows; top-p may when the nucleus reaches past 256 candidates.
@@ -152,6 +156,8 @@ TEST_F(EngineSamplingTest, LogitBiasForcesAndForbids) {
     p.logit_bias = b;
     handles.push_back(*(*loop)->submit(std::move(p)));
   }
+  for (const RequestHandle& h : handles) h.wait();  // the references must not overlap the loop
+  (*loop)->shutdown(ShutdownMode::kDrain);
   for (size_t i = 0; i < biases.size(); ++i) {
     const RequestResult& r = handles[i].wait();
     ASSERT_TRUE(r.status.ok());
@@ -161,7 +167,6 @@ TEST_F(EngineSamplingTest, LogitBiasForcesAndForbids) {
   for (int32_t t : {plain[0], plain[1], plain[5]}) EXPECT_EQ(std::count(forbidden.begin(), forbidden.end(), t), 0);
   EXPECT_NE(forbidden, plain);
   EXPECT_EQ(handles[2].wait().tokens, std::vector<int32_t>(kTokens, 123));
-  (*loop)->shutdown(ShutdownMode::kDrain);
   EXPECT_EQ((*loop)->stats().n_rows_read_back, 0);
   EXPECT_GT((*loop)->stats().n_top_k_calls, 0);
 }
