@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/grammar/json_schema/cases.jsonl: schemas of our own making, each with
 candidate documents (valid ones generated from the schema, invalid mutations) serialized compactly
-and labelled by the jsonschema package (FormatChecker on). The C++ JsonSchema test checks that the
+and labelled by the jsonschema package (draft 2020-12's FORMAT_CHECKER: FormatChecker() of all
+drafts would take draft 3's time format; date-time and time need rfc3339-validator installed). The C++ JsonSchema test checks that the
 converted grammar accepts exactly the documents jsonschema calls valid.
 
-Run in a venv: python3 -m venv ~/.cache/cera/jsonschema-venv && .../pip install jsonschema
+Run in a venv: python3 -m venv ~/.cache/cera/jsonschema-venv && .../pip install jsonschema rfc3339-validator
 """
 import copy
 import json
@@ -61,7 +62,8 @@ BASE = [
     {"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 10}]},
     {"oneOf": [obj({"kind": {"const": "a"}, "n": {"type": "integer"}}, ["kind", "n"]),
                obj({"kind": {"const": "b"}, "s": {"type": "string"}}, ["kind", "s"])]},
-    {"allOf": [obj({"a": {"type": "integer"}}, ["a"]), {"properties": {"b": {"type": "string"}}, "required": ["b"]}],
+    {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+               {"properties": {"b": {"type": "string"}}, "required": ["b"]}],
      "title": "merged"},
     {"$defs": {"node": obj({"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, ["v"])},
      "$ref": "#/$defs/node"},
@@ -208,7 +210,7 @@ def main():
     schemas = BASE + int_schemas() + misc_schemas()
     lines = []
     for i, s in enumerate(schemas):
-        validator = jsonschema.Draft202012Validator(s, format_checker=jsonschema.FormatChecker())
+        validator = jsonschema.Draft202012Validator(s, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
         docs = {}
         for _ in range(8):
             v = generate(s, s)

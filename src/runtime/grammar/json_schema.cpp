@@ -167,6 +167,7 @@ class Converter {
     Json props = Json::object();
     Json required = Json::array();
     std::set<std::string> seen;
+    std::vector<const Json*> closed;
     const Json& a = s["allOf"];
     if (!a.is_array() || a.empty()) return invalid_argument("\"" + path + "/allOf\": must be a non-empty array");
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -181,7 +182,21 @@ class Converter {
       }
       if (sub.contains("properties")) for (auto& [k, v] : sub["properties"].items()) if (!props.contains(k)) props[k] = v;
       if (sub.contains("required")) for (auto& r : sub["required"]) if (r.is_string() && seen.insert(r.get<std::string>()).second) required.push_back(r);
-      if (sub.contains("additionalProperties")) merged["additionalProperties"] = sub["additionalProperties"];
+      if (sub.contains("additionalProperties")) {
+        const Json& ap = sub["additionalProperties"];
+        if (!(ap.is_boolean() && !ap.get<bool>())) return error(p + "/additionalProperties", "additionalProperties inside allOf other than false is not supported");
+        closed.push_back(&sub);
+      }
+    }
+    // A branch with additionalProperties false forbids the other branches' properties: the
+    // merged grammar could only be empty or wrong, so it is refused.
+    for (const Json* c : closed) {
+      for (auto& [k, v] : props.items()) {
+        if (!c->contains("properties") || !(*c)["properties"].contains(k)) {
+          return error(path + "/allOf", "additionalProperties false in one branch excludes property \"" + k + "\" of another");
+        }
+      }
+      merged["additionalProperties"] = false;
     }
     for (auto& [k, v] : s.items()) {
       if (k == "allOf" || kIgnored.count(k) || k == "type") continue;

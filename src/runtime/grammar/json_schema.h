@@ -33,11 +33,12 @@ struct JsonSchemaOptions {
 // object, array), properties, required, additionalProperties (false / true / a schema; ABSENT
 // means no other properties, as in OpenAI's strict mode), items, prefixItems, enum, const,
 // anyOf, oneOf (as anyOf: exclusivity is not enforced), allOf (only of object schemas, merged:
+// a branch with additionalProperties false may not exclude another branch's properties;
 // properties in order of appearance, required united; anything else is refused), $ref
 // ("#", "#/$defs/x", "#/definitions/x", any local JSON pointer; recursion allowed), $defs,
 // definitions, minLength, maxLength, pattern, minItems, maxItems, minimum / maximum /
 // exclusiveMinimum / exclusiveMaximum on integers (exact digit-range rules), format (date, time,
-// date-time, uuid, email; other formats are ignored, as jsonschema ignores unknown ones).
+// date-time, uuid, email; any other format is refused rather than silently unconstrained).
 // Ignored annotations: $schema, $id, title, description, examples, default, $comment.
 // Any other keyword is refused: `"/properties/tags/uniqueItems": uniqueItems is not supported`.
 //

@@ -38,6 +38,9 @@ TEST(JsonSchemaRefusal, NamesKeywordAndPointer) {
             "\"/allOf/0\": allOf of schemas other than objects is not supported");
   EXPECT_EQ(refusal(R"({"type":"integer","minimum":1e30})"),
             "\"/minimum\": minimum beyond max_integer_digits (18)");
+  EXPECT_EQ(refusal(R"({"allOf":[{"type":"object","properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}}}]})"),
+            "\"/allOf\": additionalProperties false in one branch excludes property \"b\" of another");
+  EXPECT_EQ(refusal(R"({"type":"string","format":"hostname"})"), "\"/format\": format \"hostname\" is not supported");
   EXPECT_EQ(refusal("{"), "the schema is not valid JSON");
 }
 
