@@ -150,7 +150,7 @@ class Converter {
       if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required")) types.push_back("object");
       else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems")) types.push_back("array");
       else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") || s.contains("format")) types.push_back("string");
-      else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum")) types.push_back("integer");
+      else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum")) types.push_back("number");
       else return std::string("value");
     }
     std::string out;
@@ -222,6 +222,12 @@ class Converter {
   }
 
   Result<std::string> typed(const Json& s, const std::string& t, const std::string& path, int depth) {
+    if (t == "number") {
+      // Bounds on non-integers would need decimal comparison rules: refused, not dropped.
+      for (const char* kw : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+        if (s.contains(kw)) return error(path + "/" + kw, std::string(kw) + " on a number (not an integer) is not supported");
+      }
+    }
     if (t == "null" || t == "boolean" || t == "number") return t;
     if (t == "integer") return integer(s, path);
     if (t == "string") return string(s, path);

@@ -37,7 +37,7 @@ struct JsonSchemaOptions {
 // properties in order of appearance, required united; anything else is refused), $ref
 // ("#", "#/$defs/x", "#/definitions/x", any local JSON pointer; recursion allowed), $defs,
 // definitions, minLength, maxLength, pattern, minItems, maxItems, minimum / maximum /
-// exclusiveMinimum / exclusiveMaximum on integers (exact digit-range rules), format (date, time,
+// exclusiveMinimum / exclusiveMaximum on integers (exact digit-range rules; on numbers refused), format (date, time,
 // date-time, uuid, email; any other format is refused rather than silently unconstrained).
 // Ignored annotations: $schema, $id, title, description, examples, default, $comment.
 // Any other keyword is refused: `"/properties/tags/uniqueItems": uniqueItems is not supported`.

@@ -41,6 +41,7 @@ TEST(JsonSchemaRefusal, NamesKeywordAndPointer) {
   EXPECT_EQ(refusal(R"({"allOf":[{"type":"object","properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}}}]})"),
             "\"/allOf\": additionalProperties false in one branch excludes property \"b\" of another");
   EXPECT_EQ(refusal(R"({"type":"string","format":"hostname"})"), "\"/format\": format \"hostname\" is not supported");
+  EXPECT_EQ(refusal(R"({"type":"number","minimum":0.5})"), "\"/minimum\": minimum on a number (not an integer) is not supported");
   EXPECT_EQ(refusal("{"), "the schema is not valid JSON");
 }
 
