@@ -1,0 +1,76 @@
+// Splits a code point range until both ends encode to the same length and each continuation
+// position spans its full 0x80-0xBF range or shares one prefix, then reads the byte ranges off
+// the two ends' encodings (the classic construction used by regex engines over UTF-8).
+#include "runtime/grammar/utf8_ranges.h"
+
+namespace cera::runtime::grammar {
+namespace {
+
+int encode(uint32_t cp, uint8_t out[4]) {
+  if (cp < 0x80) {
+    out[0] = static_cast<uint8_t>(cp);
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
+    out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
+    out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
+  out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
+  out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+  out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+void split(uint32_t lo, uint32_t hi, std::vector<Utf8Sequence>& out) {
+  if (lo > hi) return;
+  // Different encoded lengths: cut at the length boundaries.
+  for (uint32_t edge : {0x7Fu, 0x7FFu, 0xFFFFu}) {
+    if (lo <= edge && hi > edge) {
+      split(lo, edge, out);
+      split(edge + 1, hi, out);
+      return;
+    }
+  }
+  uint8_t a[4], b[4];
+  const int n = encode(lo, a);
+  encode(hi, b);
+  // For each suffix of i continuation bytes: either lo and hi share everything above it, or
+  // lo starts it at 0x80 and hi ends it at 0xBF; otherwise cut so that this holds.
+  for (int i = 1; i < n; ++i) {
+    const uint32_t m = (1u << (6 * i)) - 1;
+    if ((lo & ~m) != (hi & ~m)) {
+      if ((lo & m) != 0) {
+        split(lo, lo | m, out);
+        split((lo | m) + 1, hi, out);
+        return;
+      }
+      if ((hi & m) != m) {
+        split(lo, (hi & ~m) - 1, out);
+        split(hi & ~m, hi, out);
+        return;
+      }
+    }
+  }
+  Utf8Sequence seq;
+  seq.length = static_cast<uint8_t>(n);
+  for (int i = 0; i < n; ++i) seq.bytes[i] = {a[i], b[i]};
+  out.push_back(seq);
+}
+
+}  // namespace
+
+std::vector<Utf8Sequence> utf8_sequences(const std::vector<CodepointRange>& ranges) {
+  std::vector<Utf8Sequence> out;
+  for (const CodepointRange& r : ranges) split(r.lo, r.hi, out);
+  return out;
+}
+
+}  // namespace cera::runtime::grammar
