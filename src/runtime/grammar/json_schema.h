@@ -51,6 +51,10 @@ struct JsonSchemaOptions {
 // Characters that JSON must escape (" \ and controls) match only through literals and escapes;
 // a negated class or `.` never produces them.
 //
+// Looser than the schema: with additionalProperties true or a schema, an additional property's
+// key may repeat a listed property's key (the grammar does not exclude those keys), so a value
+// the listed property would refuse can pass under its name; oneOf is anyOf.
+//
 // Strings: enum/const values match only in their canonical compact encoding (nlohmann's dump:
 // raw UTF-8, \" \\ \b \f \n \r \t and \u00XX for other controls).
 Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
