@@ -1,0 +1,125 @@
+// GrammarReference: cera's token masks equal llguidance's (the committed fixture written by
+// tools/grammar/reference_masks.py) on SmolLM2's vocabulary, for every grammar of the corpus and
+// every step of the fixture's random walks. Differences are printed token by token, except the
+// one explained kind (ForcedBytes below): llguidance, where the grammar forces the next bytes,
+// allows only the token its tokenizer would choose for them; cera allows every token whose bytes
+// are a prefix of the forced bytes (the grammar allows them; XGrammar does the same).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "mask_fixture.h"
+#include "runtime/grammar/grammar.h"
+#include "runtime/grammar/token_matcher.h"
+#include "smollm2_vocab.h"
+
+namespace cera::runtime::grammar {
+namespace {
+
+std::string printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// The bytes that must come next: followed while exactly one byte is possible and the input may
+// not end there.
+std::string forced_continuation(const ByteMatcher& at) {
+  std::string out;
+  ByteMatcher m = at;
+  for (int guard = 0; guard < 256 && !m.can_end(); ++guard) {
+    int count = 0;
+    char only = 0;
+    for (int b = 0; b < 256 && count < 2; ++b) {
+      ByteMatcher probe = m;
+      const char c = static_cast<char>(b);
+      if (probe.accept(std::string_view(&c, 1))) ++count, only = c;
+    }
+    if (count != 1) break;
+    out += only;
+    m.accept(std::string_view(&only, 1));
+  }
+  return out;
+}
+
+TEST(GrammarReference, MasksEqualLlguidance) {
+  auto vocab = test::smollm2_vocab();
+  if (!vocab) GTEST_SKIP() << test::kSmollm2Missing;
+  const test::MaskFixture f = test::load_mask_fixture();
+  ASSERT_TRUE(f.loaded) << "tests/fixtures/grammar/llguidance_masks.txt is missing or empty";
+  ASSERT_EQ(f.n_vocab, vocab->n_vocab());
+  EXPECT_EQ(f.eog, vocab->end_tokens()) << "the end-of-generation ids differ from the reference tool's";
+
+  std::vector<uint32_t> mask(vocab->mask_words());
+  size_t steps = 0, differing_steps = 0, walks = 0, reported = 0, forced_steps = 0, forced_tokens = 0;
+  std::set<std::string> grammars;
+  for (const test::MaskWalk& w : f.walks) {
+    auto text = f.grammars.find(w.grammar);
+    ASSERT_NE(text, f.grammars.end()) << w.grammar;
+    auto g = compile_gbnf(text->second);
+    ASSERT_TRUE(g.ok()) << w.grammar << ": " << g.status().message();
+    grammars.insert(w.grammar);
+    ++walks;
+    TokenMatcher m(token_tables_for(*g, vocab));
+    ByteMatcher bytes(*g);
+    std::string prefix;
+    for (size_t i = 0; i < w.masks.size(); ++i) {
+      m.fill_mask(mask);
+      std::vector<int32_t> got;
+      for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
+        if ((mask[id >> 5] >> (id & 31)) & 1) got.push_back(id);
+      }
+      const std::vector<int32_t>& want = f.masks.at(w.masks[i]);
+      ++steps;
+      if (got != want) {
+        std::vector<int32_t> extra, missing;
+        std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
+        std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(missing));
+        const std::string forced = forced_continuation(bytes);
+        const bool explained = missing.empty() && !forced.empty() &&
+                               std::all_of(extra.begin(), extra.end(), [&](int32_t id) {
+                                 return forced.starts_with(vocab->bytes(id));
+                               });
+        if (explained) {
+          ++forced_steps;
+          forced_tokens += extra.size();
+        } else {
+          ++differing_steps;
+        }
+        if (!explained && reported++ < 20) {
+          std::string e, mi;
+          for (size_t k = 0; k < extra.size() && k < 8; ++k) e += " '" + printable(vocab->bytes(extra[k])) + "'";
+          for (size_t k = 0; k < missing.size() && k < 8; ++k) mi += " '" + printable(vocab->bytes(missing[k])) + "'";
+          ADD_FAILURE() << w.grammar << " after '" << printable(prefix) << "': cera allows " << extra.size()
+                        << " more:" << e << "; " << missing.size() << " fewer:" << mi;
+        }
+      }
+      if (i < w.tokens.size()) {
+        ASSERT_TRUE(m.accept_token(w.tokens[i])) << w.grammar << ": token " << w.tokens[i];
+        if (vocab->role(w.tokens[i]) == TokenRole::kText) {
+          ASSERT_TRUE(bytes.accept(vocab->bytes(w.tokens[i])));
+        }
+        prefix += vocab->bytes(w.tokens[i]);
+      }
+    }
+  }
+  std::printf("GrammarReference: %zu grammars, %zu walks, %zu masks compared: %zu equal, %zu differ only by "
+              "forced-bytes prefix tokens (%zu tokens, explained), %zu differ otherwise\n",
+              grammars.size(), walks, steps, steps - forced_steps - differing_steps, forced_steps, forced_tokens,
+              differing_steps);
+  EXPECT_EQ(differing_steps, 0u);
+  EXPECT_GE(grammars.size(), 90u);
+}
+
+}  // namespace
+}  // namespace cera::runtime::grammar
