@@ -70,6 +70,45 @@ Status refuse_left_recursion(const Grammar& g, const std::vector<std::vector<uin
   return ok_status();
 }
 
+// Names a rule that can never end, preferring one on a cycle of such rules (the cause) over
+// one that merely calls them (`root ::= x` with an endless x names x).
+Status refuse_endless(const Grammar& g, const std::vector<char>& ends) {
+  const uint32_t n = static_cast<uint32_t>(g.rules_.size());
+  std::vector<std::vector<uint32_t>> calls(n);
+  for (const NfaState& s : g.states_) {
+    for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
+      const uint32_t callee = g.call_edges_[c].rule;
+      if (!ends[g.rules_[callee].start]) calls[s.rule].push_back(callee);
+    }
+  }
+  auto on_cycle = [&](uint32_t r) {
+    std::vector<char> seen(n, 0);
+    std::vector<uint32_t> todo(calls[r].begin(), calls[r].end());
+    while (!todo.empty()) {
+      const uint32_t v = todo.back();
+      todo.pop_back();
+      if (v == r) return true;
+      if (seen[v]) continue;
+      seen[v] = 1;
+      todo.insert(todo.end(), calls[v].begin(), calls[v].end());
+    }
+    return false;
+  };
+  const CompiledRule* culprit = nullptr;
+  for (uint32_t r = 0; r < n; ++r) {
+    if (ends[g.rules_[r].start]) continue;
+    if (culprit == nullptr) culprit = &g.rules_[r];
+    if (on_cycle(r)) {
+      culprit = &g.rules_[r];
+      break;
+    }
+  }
+  if (culprit == nullptr) return ok_status();
+  return invalid_argument("gbnf " + at_text(culprit->at) + ": rule '" + culprit->name +
+                          "' can never end: every way through it needs a rule that never ends "
+                          "(recursion without a way out)");
+}
+
 }  // namespace
 
 Status check_and_analyze(Grammar& g) {
@@ -116,13 +155,7 @@ Status check_and_analyze(Grammar& g) {
       if (e) ends[s] = 1, changed = true;
     }
   }
-  for (const CompiledRule& r : g.rules_) {
-    if (!ends[r.start]) {
-      return invalid_argument("gbnf " + at_text(r.at) + ": rule '" + r.name +
-                              "' can never end: every way through it needs a rule that never ends "
-                              "(recursion without a way out)");
-    }
-  }
+  CERA_RETURN_IF_ERROR(refuse_endless(g, ends));
 
   CERA_RETURN_IF_ERROR(refuse_left_recursion(g, left_calls(g, nullend)));
 
