@@ -187,6 +187,29 @@ root ::= ( "\t" [a-z]+ "\n" ){1,3}
     "unicode_literal": r'''
 root ::= "été " ( "A" | "😀" | [ÀÉ] ) "\n"
 ''',
+    "dot_any": r'''
+root ::= "[" .{0,6} "]" "\n"?
+''',
+    "ambiguous": r'''
+root ::= a | b
+a ::= "x"+ "y"
+b ::= "x"+ "z" | "x" "x" "w"
+''',
+    "big_enum": 'root ::= "\\"" ( ' + " | ".join('"%s"' % w for w in (
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau "
+        "upsilon phi chi psi omega apple apricot banana blueberry cherry date elder fig grape guava kiwi lemon "
+        "lime mango melon nectarine orange papaya peach pear plum").split()) + ' ) "\\""\n',
+    "nullable_refs": r'''
+root ::= opt opt "x" opt
+opt ::= "a"?
+''',
+    "unicode_string": r'''
+root ::= "\"" [^"\\\x00-\x1F\x7F]{0,12} "\""
+''',
+    "deep_nesting": r'''
+root ::= v
+v ::= "[" ( v ( "," v )* )? "]" | "{\"a\":" v "}" | [0-9]
+''',
 }
 
 WORDS = ("name age email id title price count tags items user city country zip score level status "

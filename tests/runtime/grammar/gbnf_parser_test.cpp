@@ -45,6 +45,8 @@ TEST(GbnfParser, CharacterClasses) {
   EXPECT_TRUE(full_match(R"(root ::= [\]\\]+)", "]\\"));
   EXPECT_TRUE(full_match(R"(root ::= [\x00-\x1F])", std::string(1, '\0')));
   EXPECT_TRUE(full_match(R"(root ::= [\U0001F600-\U0001F64F])", "\xF0\x9F\x98\x80"));
+  // `.` is any character, newline included, as in llama.cpp (llguidance's `.` excludes "\n":
+  // GrammarReference counts those steps and checks them against `[^\n]`).
   EXPECT_TRUE(full_match("root ::= .", "\n"));
   EXPECT_TRUE(full_match("root ::= .", "\xF4\x8F\xBF\xBF"));  // U+10FFFF
   // Never a surrogate, an overlong form or a lone continuation byte: those are not UTF-8.

@@ -3,7 +3,10 @@
 // every step of the fixture's random walks. Differences are printed token by token, except the
 // one explained kind (ForcedBytes below): llguidance, where the grammar forces the next bytes,
 // allows only the token its tokenizer would choose for them; cera allows every token whose bytes
-// are a prefix of the forced bytes (the grammar allows them; XGrammar does the same).
+// are a prefix of the forced bytes (the grammar allows them; XGrammar does the same). And `.`:
+// llama.cpp's GBNF (and cera) match any character with it, llguidance (Rust regex) any but
+// "\n"; such steps count as explained only if the grammar with `.` written [^\n] gives exactly
+// llguidance's mask.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +55,42 @@ std::string forced_continuation(const ByteMatcher& at) {
   return out;
 }
 
+// `text` with every bare `.` (outside literals, classes and comments) written as [^\n], or ""
+// when it has none.
+std::string dot_as_llguidance(const std::string& text) {
+  std::string out;
+  bool changed = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' || c == '[') {
+      const char close = c == '"' ? '"' : ']';
+      out += c;
+      for (++i; i < text.size() && text[i] != close; ++i) {
+        if (text[i] == '\\') out += text[i++];
+        out += text[i];
+      }
+      if (i < text.size()) out += text[i];
+    } else if (c == '#') {
+      for (; i < text.size() && text[i] != '\n'; ++i) out += text[i];
+      if (i < text.size()) out += '\n';
+    } else if (c == '.') {
+      out += "[^\\n]";
+      changed = true;
+    } else {
+      out += c;
+    }
+  }
+  return changed ? out : std::string();
+}
+
+std::vector<int32_t> allowed_ids(const std::vector<uint32_t>& mask, int32_t n_vocab) {
+  std::vector<int32_t> out;
+  for (int32_t id = 0; id < n_vocab; ++id) {
+    if ((mask[id >> 5] >> (id & 31)) & 1) out.push_back(id);
+  }
+  return out;
+}
+
 TEST(GrammarReference, MasksEqualLlguidance) {
   auto vocab = test::smollm2_vocab();
   if (!vocab) GTEST_SKIP() << test::kSmollm2Missing;
@@ -61,7 +100,7 @@ TEST(GrammarReference, MasksEqualLlguidance) {
   EXPECT_EQ(f.eog, vocab->end_tokens()) << "the end-of-generation ids differ from the reference tool's";
 
   std::vector<uint32_t> mask(vocab->mask_words());
-  size_t steps = 0, differing_steps = 0, walks = 0, reported = 0, forced_steps = 0, forced_tokens = 0;
+  size_t steps = 0, differing_steps = 0, walks = 0, reported = 0, forced_steps = 0, forced_tokens = 0, dot_steps = 0;
   std::set<std::string> grammars;
   for (const test::MaskWalk& w : f.walks) {
     auto text = f.grammars.find(w.grammar);
@@ -72,14 +111,23 @@ TEST(GrammarReference, MasksEqualLlguidance) {
     ++walks;
     TokenMatcher m(token_tables_for(*g, vocab));
     ByteMatcher bytes(*g);
+    std::unique_ptr<TokenMatcher> dot_matcher;  // the grammar with llguidance's `.`
+    if (const std::string dot = dot_as_llguidance(text->second); !dot.empty()) {
+      auto dg = compile_gbnf(dot);
+      ASSERT_TRUE(dg.ok()) << dot << ": " << dg.status().message();
+      dot_matcher = std::make_unique<TokenMatcher>(token_tables_for(*dg, vocab));
+    }
+    std::vector<uint32_t> dot_mask(vocab->mask_words());
     std::string prefix;
     for (size_t i = 0; i < w.masks.size(); ++i) {
       m.fill_mask(mask);
-      std::vector<int32_t> got;
-      for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
-        if ((mask[id >> 5] >> (id & 31)) & 1) got.push_back(id);
-      }
+      const std::vector<int32_t> got = allowed_ids(mask, vocab->n_vocab());
       const std::vector<int32_t>& want = f.masks.at(w.masks[i]);
+      bool dot_explains = false;
+      if (dot_matcher) {
+        dot_matcher->fill_mask(dot_mask);
+        dot_explains = allowed_ids(dot_mask, vocab->n_vocab()) == want;
+      }
       ++steps;
       if (got != want) {
         std::vector<int32_t> extra, missing;
@@ -93,10 +141,12 @@ TEST(GrammarReference, MasksEqualLlguidance) {
         if (explained) {
           ++forced_steps;
           forced_tokens += extra.size();
+        } else if (dot_explains) {
+          ++dot_steps;
         } else {
           ++differing_steps;
         }
-        if (!explained && reported++ < 20) {
+        if (!explained && !dot_explains && reported++ < 20) {
           std::string e, mi;
           for (size_t k = 0; k < extra.size() && k < 8; ++k) e += " '" + printable(vocab->bytes(extra[k])) + "'";
           for (size_t k = 0; k < missing.size() && k < 8; ++k) mi += " '" + printable(vocab->bytes(missing[k])) + "'";
@@ -106,6 +156,9 @@ TEST(GrammarReference, MasksEqualLlguidance) {
       }
       if (i < w.tokens.size()) {
         ASSERT_TRUE(m.accept_token(w.tokens[i])) << w.grammar << ": token " << w.tokens[i];
+        if (dot_matcher) {
+          ASSERT_TRUE(dot_matcher->accept_token(w.tokens[i]));
+        }
         if (vocab->role(w.tokens[i]) == TokenRole::kText) {
           ASSERT_TRUE(bytes.accept(vocab->bytes(w.tokens[i])));
         }
@@ -114,9 +167,10 @@ TEST(GrammarReference, MasksEqualLlguidance) {
     }
   }
   std::printf("GrammarReference: %zu grammars, %zu walks, %zu masks compared: %zu equal, %zu differ only by "
-              "forced-bytes prefix tokens (%zu tokens, explained), %zu differ otherwise\n",
-              grammars.size(), walks, steps, steps - forced_steps - differing_steps, forced_steps, forced_tokens,
-              differing_steps);
+              "forced-bytes prefix tokens (%zu tokens, explained), %zu only by '.' and newline (explained), %zu "
+              "differ otherwise\n",
+              grammars.size(), walks, steps, steps - forced_steps - dot_steps - differing_steps, forced_steps,
+              forced_tokens, dot_steps, differing_steps);
   EXPECT_EQ(differing_steps, 0u);
   EXPECT_GE(grammars.size(), 90u);
 }
