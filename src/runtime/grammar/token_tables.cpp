@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "runtime/grammar/stack_arena.h"
+#include "runtime/grammar/table_classes.h"
 
 namespace cera::runtime::grammar {
 namespace {
@@ -69,19 +70,23 @@ StateTokens classify_state(const Grammar& g, const VocabIndex& vocab, uint32_t s
 TokenTables::TokenTables(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabIndex> vocab)
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocab)),
-      tables_(new std::atomic<const StateTokens*>[grammar_->states().size()]) {
-  for (size_t s = 0; s < grammar_->states().size(); ++s) tables_[s].store(nullptr, std::memory_order_relaxed);
+      class_of_(table_classes(*grammar_, vocab_->max_token_bytes())) {
+  for (uint32_t c : class_of_) n_tables_ = std::max<size_t>(n_tables_, c + size_t{1});
+  tables_.reset(new std::atomic<const StateTokens*>[n_tables_]);
+  for (size_t c = 0; c < n_tables_; ++c) tables_[c].store(nullptr, std::memory_order_relaxed);
 }
 
 TokenTables::~TokenTables() {
-  for (size_t s = 0; s < grammar_->states().size(); ++s) delete tables_[s].load(std::memory_order_relaxed);
+  for (size_t c = 0; c < n_tables_; ++c) delete tables_[c].load(std::memory_order_relaxed);
 }
 
 const StateTokens& TokenTables::state(uint32_t state) const {
-  const StateTokens* p = tables_[state].load(std::memory_order_acquire);
+  std::atomic<const StateTokens*>& slot = tables_[class_of_[state]];
+  const StateTokens* p = slot.load(std::memory_order_acquire);
   if (p != nullptr) return *p;
+  // Any state of the class computes the same table; this one does.
   const StateTokens* fresh = new StateTokens(classify_state(*grammar_, *vocab_, state));
-  if (tables_[state].compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return *fresh;
+  if (slot.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return *fresh;
   delete fresh;
   return *p;
 }

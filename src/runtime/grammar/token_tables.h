@@ -32,11 +32,13 @@ class TokenTables {
   TokenTables(const TokenTables&) = delete;
   TokenTables& operator=(const TokenTables&) = delete;
 
-  // The table of `state` (a state with byte edges), computed on first use. Thread-safe: racing
-  // first uses both compute and one result is kept; lookups after that are one atomic load.
+  // The table of `state` (a state with byte edges), computed on first use and shared by every
+  // equivalent state (table_classes.h). Thread-safe: racing first uses both compute and one
+  // result is kept; lookups after that are two loads.
   const StateTokens& state(uint32_t state) const;
   // Computes every state's table now (a server does this off the request path).
   void precompute_all() const;
+  size_t table_count() const { return n_tables_; }  // distinct tables (equivalence classes)
 
   const Grammar& grammar() const { return *grammar_; }
   const VocabIndex& vocab() const { return *vocab_; }
@@ -45,6 +47,8 @@ class TokenTables {
  private:
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const VocabIndex> vocab_;
+  std::vector<uint32_t> class_of_;  // state -> table index
+  size_t n_tables_ = 0;
   std::unique_ptr<std::atomic<const StateTokens*>[]> tables_;
 };
 

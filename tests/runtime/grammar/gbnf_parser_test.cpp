@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include "mask_fixture.h"
 #include "runtime/grammar/grammar.h"
 
 namespace cera::runtime::grammar {
@@ -165,6 +168,42 @@ TEST(GbnfParser, Limits) {
   EXPECT_EQ(error_of(deep), "(compiled)");
   deep = "root ::= " + std::string(129, '(') + "\"a\"" + std::string(129, ')');
   EXPECT_EQ(error_of(deep).substr(0, 60), "gbnf 1:138: expected groups nested at most 128 deep (Grammar");
+}
+
+// Bad input: seeded mutations of the corpus grammars (bytes flipped, inserted, cut) compile or
+// are refused with a message, and whatever compiles runs random bytes; nothing crashes or hangs
+// (a libFuzzer target would do this without end; this keeps a fixed slice of it in CI).
+TEST(GbnfParser, MutatedGrammarsAreRefusedOrWork) {
+  const auto corpus = test::load_corpus();
+  std::mt19937 rng(13);
+  const std::string specials = "\"[]()|*+?{},.-^\\#:=\n \xC3\xFF";
+  size_t compiled = 0, refused = 0;
+  for (int round = 0; round < 4; ++round) {
+    for (const auto& [name, text] : corpus) {
+      std::string t = text;
+      for (int k = 1 + static_cast<int>(rng() % 4); k > 0 && !t.empty(); --k) {
+        const size_t at = rng() % t.size();
+        switch (rng() % 4) {
+          case 0: t[at] = specials[rng() % specials.size()]; break;
+          case 1: t.insert(at, 1, specials[rng() % specials.size()]); break;
+          case 2: t.erase(at, 1 + rng() % 8); break;
+          default: t.resize(at); break;
+        }
+      }
+      auto g = compile_gbnf(t, "root", GrammarLimits{});
+      if (!g.ok()) {
+        ++refused;
+        EXPECT_EQ(g.status().message().rfind("gbnf", 0), 0u) << g.status().message();
+        continue;
+      }
+      ++compiled;
+      ByteMatcher m(*g);
+      for (int i = 0; i < 64; ++i) m.accept(std::string(1, static_cast<char>(rng())));
+    }
+  }
+  std::printf("GbnfParser: %zu mutated grammars compiled, %zu refused with a message\n", compiled, refused);
+  EXPECT_GT(refused, 0u);
+  EXPECT_GT(compiled, 0u);
 }
 
 }  // namespace

@@ -107,6 +107,36 @@ TEST(GrammarTokenMatcher, MasksEqualDirectByteMatchingOnCorpus) {
   std::printf("GrammarTokenMatcher: %zu masks over %zu grammars equal direct byte matching\n", steps, corpus.size());
 }
 
+// Counted repetitions share tables between positions no token can tell apart
+// (table_classes.h); every position, especially the last ones before the count runs out, must
+// still get its exact mask.
+TEST(GrammarTokenMatcher, CountedRepetitionSharesTablesExactly) {
+  auto v = synthetic_vocab();
+  auto tables = tables_of(R"(root ::= "\"" ( [^"\\] | "\\" ["\\n] ){0,120} "\"" ( "," [0-9]{2,40} )?)", v);
+  EXPECT_LT(tables->table_count() * 4, tables->grammar().states().size());
+  std::mt19937 rng(21);
+  std::vector<uint32_t> mask(v->mask_words());
+  for (int walk = 0; walk < 4; ++walk) {
+    TokenMatcher m(tables);
+    ByteMatcher bytes(tables->grammar_ptr());
+    for (int step = 0; step < 200 && !m.ended(); ++step) {
+      m.fill_mask(mask);
+      ASSERT_EQ(mask, brute_mask(*v, bytes, false)) << "walk " << walk << " step " << step;
+      std::vector<int32_t> allowed;
+      for (int32_t id = 0; id < v->n_vocab(); ++id) {
+        // Mostly single characters, so walks get deep into the repetition.
+        if (bit(mask, id) && (v->bytes(id).size() == 1 || rng() % 8 == 0)) allowed.push_back(id);
+      }
+      if (allowed.empty()) break;
+      const int32_t id = allowed[rng() % allowed.size()];
+      ASSERT_TRUE(m.accept_token(id));
+      if (v->role(id) == TokenRole::kText) {
+        ASSERT_TRUE(bytes.accept(v->bytes(id)));
+      }
+    }
+  }
+}
+
 TEST(GrammarTokenMatcher, EndTokensOnlyWhenTheGrammarCanEnd) {
   auto v = synthetic_vocab();
   const int32_t eos = 0;
