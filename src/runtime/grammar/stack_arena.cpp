@@ -186,6 +186,29 @@ void StackStepper::advance(StackArena& arena, const StackSet& from, uint8_t b, S
   begin_step(out);
   const auto& states = g_.states();
   const auto& edges = g_.byte_edges();
+  // Fast path, most steps inside a rule: one stack, one matching edge, and a target that
+  // neither calls nor ends (so expanding it is just "it is the new top"; a self-loop keeps the
+  // frame). Measured on a JSON grammar's 123 states: classification mean 0.24 -> 0.20 ms
+  // (SmolLM2), 1.27 -> 1.04 ms and worst state 14.2 -> 10.4 ms (Gemma 3).
+  if (from.tops.size() == 1) {
+    const Frame f = arena.frame(from.tops[0]);
+    const NfaState& s = states[f.state];
+    uint32_t hit = 0, hits = 0;
+    for (uint32_t e = s.bytes_begin; e < s.bytes_end; ++e) {
+      if (edges[e].on.test(b)) hit = e, ++hits;
+    }
+    if (hits == 0) return;
+    if (hits == 1) {
+      const uint32_t t = edges[hit].target;
+      const NfaState& ts = states[t];
+      if (!ts.final && ts.calls_begin == ts.calls_end) {
+        out.tops.push_back(t == f.state ? from.tops[0] : arena.intern(t, f.parent));
+      } else {
+        expand(arena, t, f.parent, out);
+      }
+      return;
+    }
+  }
   for (uint32_t top : from.tops) {
     const Frame f = arena.frame(top);
     const NfaState& s = states[f.state];

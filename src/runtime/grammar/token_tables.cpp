@@ -34,7 +34,8 @@ StateTokens classify_state(const Grammar& g, const VocabIndex& vocab, uint32_t s
   StateTokens out;
   uint32_t computed = 0;
   const auto sorted = vocab.sorted();
-  for (uint32_t k = 0; k < sorted.size(); ++k) {
+  const uint32_t n = static_cast<uint32_t>(sorted.size());
+  for (uint32_t k = 0; k < n;) {
     const std::string_view t = vocab.sorted_bytes(k);
     const uint32_t len = static_cast<uint32_t>(t.size());
     const uint32_t shared = std::min(vocab.lcp(k), computed);
@@ -55,6 +56,12 @@ StateTokens classify_state(const Grammar& g, const VocabIndex& vocab, uint32_t s
     } else if (at.pending_escape ||
                (computed < len && at.set.escaped && follow.test(static_cast<uint8_t>(t[computed])))) {
       out.uncertain.push_back(k);
+    }
+    ++k;
+    // Dead after `computed` bytes with no escape on the way: every following token that shares
+    // those bytes is rejected too; jump over all of them at once.
+    if (computed < len && !at.pending_escape && !at.set.escaped) {
+      while (k < n && vocab.lcp(k) >= computed) k = vocab.skip(k);
     }
   }
   if (accepted.size() > vocab.mask_words()) {
@@ -89,6 +96,16 @@ const StateTokens& TokenTables::state(uint32_t state) const {
   if (slot.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return *fresh;
   delete fresh;
   return *p;
+}
+
+size_t TokenTables::memory_bytes() const {
+  size_t bytes = class_of_.size() * sizeof(uint32_t);
+  for (size_t c = 0; c < n_tables_; ++c) {
+    if (const StateTokens* t = tables_[c].load(std::memory_order_acquire)) {
+      bytes += sizeof(StateTokens) + 4 * (t->accepted_bits.size() + t->accepted_ids.size() + t->uncertain.size());
+    }
+  }
+  return bytes;
 }
 
 void TokenTables::precompute_all() const {

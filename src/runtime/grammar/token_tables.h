@@ -39,6 +39,7 @@ class TokenTables {
   // Computes every state's table now (a server does this off the request path).
   void precompute_all() const;
   size_t table_count() const { return n_tables_; }  // distinct tables (equivalence classes)
+  size_t memory_bytes() const;                        // of the tables computed so far
 
   const Grammar& grammar() const { return *grammar_; }
   const VocabIndex& vocab() const { return *vocab_; }

@@ -57,6 +57,22 @@ void VocabIndex::index() {
     while (l < a.size() && l < b.size() && a[l] == b[l]) ++l;
     lcp_[k] = l;
   }
+  sorted_offsets_.push_back(0);
+  for (int32_t id : sorted_) {
+    sorted_bytes_ += bytes(id);
+    sorted_offsets_.push_back(sorted_bytes_.size());
+  }
+  // Next smaller lcp, by a stack of indexes with increasing lcp.
+  const uint32_t n = static_cast<uint32_t>(sorted_.size());
+  skip_.assign(n, n);
+  std::vector<uint32_t> open;
+  for (uint32_t k = 0; k < n; ++k) {
+    while (!open.empty() && lcp_[k] < lcp_[open.back()]) {
+      skip_[open.back()] = k;
+      open.pop_back();
+    }
+    open.push_back(k);
+  }
 }
 
 }  // namespace cera::runtime::grammar

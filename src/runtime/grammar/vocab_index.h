@@ -42,7 +42,16 @@ class VocabIndex {
   // Text tokens in byte order; lcp(k) = bytes shared by sorted(k) and sorted(k - 1) (0 for k=0).
   std::span<const int32_t> sorted() const { return sorted_; }
   uint32_t lcp(uint32_t k) const { return lcp_[k]; }
-  std::string_view sorted_bytes(uint32_t k) const { return bytes(sorted_[k]); }
+  // The bytes of sorted(k), from a copy laid out in sorted order: walks read it front to back
+  // (reading by id instead costs a cache miss per token: with the skip below, classification
+  // of a JSON grammar's states went from 3.06 to 1.27 ms mean on Gemma 3's 262k tokens).
+  std::string_view sorted_bytes(uint32_t k) const {
+    return {sorted_bytes_.data() + sorted_offsets_[k], sorted_offsets_[k + 1] - sorted_offsets_[k]};
+  }
+  // The first k' > k with lcp(k') < lcp(k) (or sorted().size()): the end of the subtree of
+  // sorted(k)'s first lcp(k) bytes' sibling run. Skipping every token that shares the first c
+  // bytes of a dead prefix: k' = k + 1, then while lcp(k') >= c, k' = skip(k').
+  uint32_t skip(uint32_t k) const { return skip_[k]; }
   uint32_t max_token_bytes() const { return max_len_; }
 
  private:
@@ -55,6 +64,9 @@ class VocabIndex {
   std::vector<int32_t> end_tokens_;
   std::vector<int32_t> sorted_;
   std::vector<uint32_t> lcp_;
+  std::vector<uint32_t> skip_;
+  std::string sorted_bytes_;
+  std::vector<size_t> sorted_offsets_;
   uint32_t max_len_ = 0;
 };
 
