@@ -157,23 +157,30 @@ bool StackStepper::visit(uint32_t state, uint32_t parent) {
 }
 
 void StackStepper::expand(StackArena& arena, uint32_t state, uint32_t parent, StackSet& out) {
-  if (!visit(state, parent)) return;
-  const NfaState& s = g_.states()[state];
-  if (s.has_bytes()) out.tops.push_back(arena.intern(state, parent));
-  for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
-    const CallEdge& call = g_.call_edges()[c];
-    const uint32_t below = g_.states()[call.ret].exit_only ? parent : arena.intern(call.ret, parent);
-    expand(arena, g_.rules()[call.rule].start, below, out);
-  }
-  if (s.final) {
+  // Pops loop instead of recursing: a chain of rules ending at one byte is as long as the
+  // stack (a model may nest brackets 100000 deep). Calls recurse, but only as deep as a chain of
+  // calls that consume nothing, which left-recursion refusal bounds by the grammar.
+  for (;;) {
+    if (!visit(state, parent)) return;
+    const NfaState& s = g_.states()[state];
+    if (s.has_bytes()) out.tops.push_back(arena.intern(state, parent));
+    for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
+      const CallEdge& call = g_.call_edges()[c];
+      const uint32_t below = g_.states()[call.ret].exit_only ? parent : arena.intern(call.ret, parent);
+      expand(arena, g_.rules()[call.rule].start, below, out);
+    }
+    if (!s.final) return;
     if (parent == kRootParent) {
       out.completed = true;
-    } else if (parent == kOpenParent) {
-      out.escaped = true;
-    } else {
-      const Frame f = arena.frame(parent);
-      expand(arena, f.state, f.parent, out);
+      return;
     }
+    if (parent == kOpenParent) {
+      out.escaped = true;
+      return;
+    }
+    const Frame f = arena.frame(parent);
+    state = f.state;
+    parent = f.parent;
   }
 }
 
