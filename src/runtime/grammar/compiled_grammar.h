@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/grammar/gbnf_ast.h"
@@ -53,26 +54,33 @@ struct CompiledRule {
   uint32_t start = 0;  // state id
 };
 
+// What the compiler fills (grammar_compile.cpp, grammar_checks.cpp) before a Grammar exists.
+struct GrammarParts {
+  std::vector<NfaState> states;
+  std::vector<ByteEdge> byte_edges;
+  std::vector<CallEdge> call_edges;
+  std::vector<CompiledRule> rules;
+  std::vector<ByteSet> follow;    // per rule
+  std::vector<bool> ends_input;   // per rule
+  uint32_t root = 0;
+};
+
 class Grammar {
  public:
-  const std::vector<NfaState>& states() const { return states_; }
-  const std::vector<ByteEdge>& byte_edges() const { return byte_edges_; }
-  const std::vector<CallEdge>& call_edges() const { return call_edges_; }
-  const std::vector<CompiledRule>& rules() const { return rules_; }
-  uint32_t root() const { return root_; }  // index into rules()
-  // Bytes that may follow the end of each rule in some context (FOLLOW sets over bytes);
-  // ends_input[r]: the root may be complete right after rule r ends.
-  const std::vector<ByteSet>& follow() const { return follow_; }
-  const std::vector<bool>& ends_input() const { return ends_input_; }
+  explicit Grammar(GrammarParts parts) : p_(std::move(parts)) {}
 
-  // Building (grammar_compile.cpp); nothing else writes these.
-  std::vector<NfaState> states_;
-  std::vector<ByteEdge> byte_edges_;
-  std::vector<CallEdge> call_edges_;
-  std::vector<CompiledRule> rules_;
-  std::vector<ByteSet> follow_;
-  std::vector<bool> ends_input_;
-  uint32_t root_ = 0;
+  const std::vector<NfaState>& states() const { return p_.states; }
+  const std::vector<ByteEdge>& byte_edges() const { return p_.byte_edges; }
+  const std::vector<CallEdge>& call_edges() const { return p_.call_edges; }
+  const std::vector<CompiledRule>& rules() const { return p_.rules; }
+  uint32_t root() const { return p_.root; }  // index into rules()
+  // Bytes that may follow the end of each rule in some context (FOLLOW sets over bytes);
+  // ends_input()[r]: the root may be complete right after rule r ends.
+  const std::vector<ByteSet>& follow() const { return p_.follow; }
+  const std::vector<bool>& ends_input() const { return p_.ends_input; }
+
+ private:
+  GrammarParts p_;
 };
 
 }  // namespace cera::runtime::grammar

@@ -13,20 +13,20 @@ namespace {
 std::string at_text(const SourcePos& p) { return std::to_string(p.line) + ":" + std::to_string(p.column); }
 
 // The calls a rule can make before consuming any byte (through nullable callees).
-std::vector<std::vector<uint32_t>> left_calls(const Grammar& g, const std::vector<char>& nullend) {
-  const auto& states = g.states_;
-  std::vector<std::vector<uint32_t>> out(g.rules_.size());
+std::vector<std::vector<uint32_t>> left_calls(const GrammarParts& g, const std::vector<char>& nullend) {
+  const auto& states = g.states;
+  std::vector<std::vector<uint32_t>> out(g.rules.size());
   std::vector<uint32_t> stamp(states.size(), UINT32_MAX);
-  for (uint32_t r = 0; r < g.rules_.size(); ++r) {
-    std::vector<uint32_t> todo{g.rules_[r].start};
-    stamp[g.rules_[r].start] = r;
+  for (uint32_t r = 0; r < g.rules.size(); ++r) {
+    std::vector<uint32_t> todo{g.rules[r].start};
+    stamp[g.rules[r].start] = r;
     while (!todo.empty()) {
       const NfaState& s = states[todo.back()];
       todo.pop_back();
       for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
-        const CallEdge& call = g.call_edges_[c];
+        const CallEdge& call = g.call_edges[c];
         out[r].push_back(call.rule);
-        if (nullend[g.rules_[call.rule].start] && stamp[call.ret] != r) {
+        if (nullend[g.rules[call.rule].start] && stamp[call.ret] != r) {
           stamp[call.ret] = r;
           todo.push_back(call.ret);
         }
@@ -36,8 +36,8 @@ std::vector<std::vector<uint32_t>> left_calls(const Grammar& g, const std::vecto
   return out;
 }
 
-Status refuse_left_recursion(const Grammar& g, const std::vector<std::vector<uint32_t>>& calls) {
-  const uint32_t n = static_cast<uint32_t>(g.rules_.size());
+Status refuse_left_recursion(const GrammarParts& g, const std::vector<std::vector<uint32_t>>& calls) {
+  const uint32_t n = static_cast<uint32_t>(g.rules.size());
   std::vector<uint8_t> color(n, 0);  // 0 new, 1 on the path, 2 done
   for (uint32_t root = 0; root < n; ++root) {
     if (color[root] != 0) continue;
@@ -51,10 +51,10 @@ Status refuse_left_recursion(const Grammar& g, const std::vector<std::vector<uin
           std::string cycle;
           size_t from = 0;
           while (path[from].first != w) ++from;
-          for (size_t i = from; i < path.size(); ++i) cycle += g.rules_[path[i].first].name + " -> ";
-          cycle += g.rules_[w].name;
-          return invalid_argument("gbnf " + at_text(g.rules_[w].at) + ": left recursion: rule '" +
-                                  g.rules_[w].name + "' can reach itself without consuming input (" +
+          for (size_t i = from; i < path.size(); ++i) cycle += g.rules[path[i].first].name + " -> ";
+          cycle += g.rules[w].name;
+          return invalid_argument("gbnf " + at_text(g.rules[w].at) + ": left recursion: rule '" +
+                                  g.rules[w].name + "' can reach itself without consuming input (" +
                                   cycle + ")");
         }
         if (color[w] == 0) {
@@ -72,13 +72,13 @@ Status refuse_left_recursion(const Grammar& g, const std::vector<std::vector<uin
 
 // Names a rule that can never end, preferring one on a cycle of such rules (the cause) over
 // one that merely calls them (`root ::= x` with an endless x names x).
-Status refuse_endless(const Grammar& g, const std::vector<char>& ends) {
-  const uint32_t n = static_cast<uint32_t>(g.rules_.size());
+Status refuse_endless(const GrammarParts& g, const std::vector<char>& ends) {
+  const uint32_t n = static_cast<uint32_t>(g.rules.size());
   std::vector<std::vector<uint32_t>> calls(n);
-  for (const NfaState& s : g.states_) {
+  for (const NfaState& s : g.states) {
     for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
-      const uint32_t callee = g.call_edges_[c].rule;
-      if (!ends[g.rules_[callee].start]) calls[s.rule].push_back(callee);
+      const uint32_t callee = g.call_edges[c].rule;
+      if (!ends[g.rules[callee].start]) calls[s.rule].push_back(callee);
     }
   }
   auto on_cycle = [&](uint32_t r) {
@@ -96,10 +96,10 @@ Status refuse_endless(const Grammar& g, const std::vector<char>& ends) {
   };
   const CompiledRule* culprit = nullptr;
   for (uint32_t r = 0; r < n; ++r) {
-    if (ends[g.rules_[r].start]) continue;
-    if (culprit == nullptr) culprit = &g.rules_[r];
+    if (ends[g.rules[r].start]) continue;
+    if (culprit == nullptr) culprit = &g.rules[r];
     if (on_cycle(r)) {
-      culprit = &g.rules_[r];
+      culprit = &g.rules[r];
       break;
     }
   }
@@ -111,23 +111,23 @@ Status refuse_endless(const Grammar& g, const std::vector<char>& ends) {
 
 }  // namespace
 
-Status check_and_analyze(Grammar& g) {
-  const auto& states = g.states_;
+Status check_and_analyze(GrammarParts& g) {
+  const auto& states = g.states;
   const size_t n = states.size();
-  auto start_of = [&](const CallEdge& c) { return g.rules_[c.rule].start; };
+  auto start_of = [&](const CallEdge& c) { return g.rules[c.rule].start; };
 
   // nullend: the state can reach its rule's end consuming nothing; first: its FIRST bytes.
   std::vector<char> nullend(n, 0);
   std::vector<ByteSet> first(n);
   for (size_t s = 0; s < n; ++s) {
     nullend[s] = states[s].final;
-    for (uint32_t e = states[s].bytes_begin; e < states[s].bytes_end; ++e) first[s].merge(g.byte_edges_[e].on);
+    for (uint32_t e = states[s].bytes_begin; e < states[s].bytes_end; ++e) first[s].merge(g.byte_edges[e].on);
   }
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t s = 0; s < n; ++s) {
       for (uint32_t c = states[s].calls_begin; c < states[s].calls_end; ++c) {
-        const CallEdge& call = g.call_edges_[c];
+        const CallEdge& call = g.call_edges[c];
         const uint32_t callee = start_of(call);
         ByteSet f = first[s];
         f.merge(first[callee]);
@@ -148,9 +148,9 @@ Status check_and_analyze(Grammar& g) {
     for (size_t s = n; s-- > 0;) {
       if (ends[s]) continue;
       bool e = false;
-      for (uint32_t b = states[s].bytes_begin; b < states[s].bytes_end && !e; ++b) e = ends[g.byte_edges_[b].target];
+      for (uint32_t b = states[s].bytes_begin; b < states[s].bytes_end && !e; ++b) e = ends[g.byte_edges[b].target];
       for (uint32_t c = states[s].calls_begin; c < states[s].calls_end && !e; ++c) {
-        e = ends[start_of(g.call_edges_[c])] && ends[g.call_edges_[c].ret];
+        e = ends[start_of(g.call_edges[c])] && ends[g.call_edges[c].ret];
       }
       if (e) ends[s] = 1, changed = true;
     }
@@ -160,22 +160,22 @@ Status check_and_analyze(Grammar& g) {
   CERA_RETURN_IF_ERROR(refuse_left_recursion(g, left_calls(g, nullend)));
 
   // FOLLOW bytes of each rule, and whether the input may end right after it.
-  g.follow_.assign(g.rules_.size(), ByteSet{});
-  g.ends_input_.assign(g.rules_.size(), false);
-  g.ends_input_[g.root_] = true;
+  g.follow.assign(g.rules.size(), ByteSet{});
+  g.ends_input.assign(g.rules.size(), false);
+  g.ends_input[g.root] = true;
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t s = 0; s < n; ++s) {
       const uint32_t q = states[s].rule;
       for (uint32_t c = states[s].calls_begin; c < states[s].calls_end; ++c) {
-        const CallEdge& call = g.call_edges_[c];
-        ByteSet f = g.follow_[call.rule];
+        const CallEdge& call = g.call_edges[c];
+        ByteSet f = g.follow[call.rule];
         f.merge(first[call.ret]);
         if (nullend[call.ret]) {
-          f.merge(g.follow_[q]);
-          if (g.ends_input_[q] && !g.ends_input_[call.rule]) g.ends_input_[call.rule] = true, changed = true;
+          f.merge(g.follow[q]);
+          if (g.ends_input[q] && !g.ends_input[call.rule]) g.ends_input[call.rule] = true, changed = true;
         }
-        if (!(f == g.follow_[call.rule])) g.follow_[call.rule] = f, changed = true;
+        if (!(f == g.follow[call.rule])) g.follow[call.rule] = f, changed = true;
       }
     }
   }

@@ -137,12 +137,12 @@ class RuleBuilder {
   }
 
   // Removes epsilon edges and unreachable states, appending the rule's states to `g`.
-  Status finish(uint32_t start, uint32_t final_state, uint32_t rule_id, Grammar& g) {
+  Status finish(uint32_t start, uint32_t final_state, uint32_t rule_id, GrammarParts& g) {
     CERA_RETURN_IF_ERROR(error_);
     const uint32_t n = static_cast<uint32_t>(states_.size());
     std::vector<uint32_t> global(n, kNone);
     std::vector<uint32_t> order{start};
-    global[start] = static_cast<uint32_t>(g.states_.size());
+    global[start] = static_cast<uint32_t>(g.states.size());
     std::vector<uint32_t> stamp(n, kNone), stack;
     std::vector<uint32_t> closure;
     struct Pending {
@@ -173,7 +173,7 @@ class RuleBuilder {
       }
       auto reach = [&](uint32_t t) {
         if (global[t] == kNone) {
-          global[t] = static_cast<uint32_t>(g.states_.size() + order.size());
+          global[t] = static_cast<uint32_t>(g.states.size() + order.size());
           order.push_back(t);
         }
       };
@@ -181,7 +181,7 @@ class RuleBuilder {
       for (const CallEdge& c : p.calls) reach(c.ret);
       pending_edges += p.bytes.size() + p.calls.size();
       pending.push_back(std::move(p));
-      if (g.byte_edges_.size() + g.call_edges_.size() + pending_edges > 4 * ctx_.limits.max_states) {
+      if (g.byte_edges.size() + g.call_edges.size() + pending_edges > 4 * ctx_.limits.max_states) {
         return out_of_range("gbnf: the compiled grammar needs more than " +
                             std::to_string(4 * ctx_.limits.max_states) +
                             " automaton edges (4 x GrammarLimits::max_states)");
@@ -193,15 +193,15 @@ class RuleBuilder {
       for (ByteEdge& b : p.bytes) b.target = global[b.target];
       std::sort(p.bytes.begin(), p.bytes.end(),
                 [](const ByteEdge& a, const ByteEdge& b) { return a.target < b.target; });
-      st.bytes_begin = static_cast<uint32_t>(g.byte_edges_.size());
+      st.bytes_begin = static_cast<uint32_t>(g.byte_edges.size());
       for (const ByteEdge& b : p.bytes) {
-        if (g.byte_edges_.size() > st.bytes_begin && g.byte_edges_.back().target == b.target) {
-          g.byte_edges_.back().on.merge(b.on);
+        if (g.byte_edges.size() > st.bytes_begin && g.byte_edges.back().target == b.target) {
+          g.byte_edges.back().on.merge(b.on);
         } else {
-          g.byte_edges_.push_back(b);
+          g.byte_edges.push_back(b);
         }
       }
-      st.bytes_end = static_cast<uint32_t>(g.byte_edges_.size());
+      st.bytes_end = static_cast<uint32_t>(g.byte_edges.size());
       for (CallEdge& c : p.calls) c.ret = global[c.ret];
       std::sort(p.calls.begin(), p.calls.end(), [](const CallEdge& a, const CallEdge& b) {
         return a.rule != b.rule ? a.rule < b.rule : a.ret < b.ret;
@@ -211,11 +211,11 @@ class RuleBuilder {
                                   return a.rule == b.rule && a.ret == b.ret;
                                 }),
                     p.calls.end());
-      st.calls_begin = static_cast<uint32_t>(g.call_edges_.size());
-      g.call_edges_.insert(g.call_edges_.end(), p.calls.begin(), p.calls.end());
-      st.calls_end = static_cast<uint32_t>(g.call_edges_.size());
+      st.calls_begin = static_cast<uint32_t>(g.call_edges.size());
+      g.call_edges.insert(g.call_edges.end(), p.calls.begin(), p.calls.end());
+      st.calls_end = static_cast<uint32_t>(g.call_edges.size());
       st.exit_only = st.final && !st.has_bytes() && st.calls_end == st.calls_begin;
-      g.states_.push_back(st);
+      g.states.push_back(st);
     }
     return ok_status();
   }
@@ -362,7 +362,7 @@ Result<std::shared_ptr<const Grammar>> compile_ast(const GbnfAst& ast, std::stri
     ctx.inlined[r] = size[r] <= kInlineStateLimit && r != root_it->second;
   }
   // Compile the root and every rule reachable from it that is not inlined.
-  auto g = std::make_shared<Grammar>();
+  GrammarParts parts;
   ctx.compiled_id.assign(n, RuleBuilder::kNone);
   std::vector<uint32_t> todo{root_it->second}, compiled;
   std::vector<bool> seen(n, false);
@@ -378,17 +378,17 @@ Result<std::shared_ptr<const Grammar>> compile_ast(const GbnfAst& ast, std::stri
       if (!seen[w]) seen[w] = true, todo.push_back(w);
     }
   }
-  g->root_ = 0;
+  parts.root = 0;
   for (uint32_t id = 0; id < compiled.size(); ++id) {
     const RuleDef& def = ast.rules[compiled[id]];
     RuleBuilder b(ctx);
     const uint32_t start = b.new_state();
     const uint32_t final_state = b.emit(def.body, start);
-    g->rules_.push_back({.name = def.name, .at = def.at, .start = static_cast<uint32_t>(g->states_.size())});
-    CERA_RETURN_IF_ERROR(b.finish(start, final_state, id, *g));
+    parts.rules.push_back({.name = def.name, .at = def.at, .start = static_cast<uint32_t>(parts.states.size())});
+    CERA_RETURN_IF_ERROR(b.finish(start, final_state, id, parts));
   }
-  CERA_RETURN_IF_ERROR(check_and_analyze(*g));
-  return std::shared_ptr<const Grammar>(std::move(g));
+  CERA_RETURN_IF_ERROR(check_and_analyze(parts));
+  return std::make_shared<const Grammar>(std::move(parts));
 }
 
 }  // namespace cera::runtime::grammar

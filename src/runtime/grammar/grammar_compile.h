@@ -21,6 +21,6 @@ Result<std::shared_ptr<const Grammar>> compile_ast(const GbnfAst& ast, std::stri
 
 // Checks on the compiled automaton (grammar_checks.cpp): rules that call themselves before
 // consuming input (left recursion) or can never end are refused by name; fills follow sets.
-Status check_and_analyze(Grammar& g);
+Status check_and_analyze(GrammarParts& g);
 
 }  // namespace cera::runtime::grammar
