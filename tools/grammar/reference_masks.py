@@ -179,7 +179,7 @@ def main():
             fh.write("### %s\n%s" % (name, text))
 
     rng = random.Random(args.seed)
-    masks, mask_index, lines, times, failed = [], {}, [], [], []
+    masks, mask_index, lines, times, failed, compile_ms = [], {}, [], [], [], []
     for name, text in grammars.items():
         try:
             lark = llguidance.grammar_from("gbnf", text)
@@ -187,7 +187,10 @@ def main():
             failed.append("%s: %s" % (name, e))
             continue
         for w in range(args.walks):
+            t0 = time.perf_counter()
             m = llguidance.LLMatcher(tok, lark, log_level=0)
+            if w == 0:
+                compile_ms.append((time.perf_counter() - t0) * 1e3)
             if m.is_error():
                 failed.append("%s: %s" % (name, m.get_error()))
                 break
@@ -230,12 +233,17 @@ def main():
             fh.write("mask %d %s\n" % (i, s))
         for line in lines:
             fh.write(line + "\n")
-    times.sort()
-    us = [t * 1e6 for t in times]
     print("llguidance masks: %d steps over %d grammars, %d distinct masks, fixture %.1f KB"
-          % (len(us), len(grammars) - len(failed), len(masks), os.path.getsize(path) / 1024))
-    print("llguidance per-token mask: p50 %.1f us  p99 %.1f us  max %.1f us"
-          % (us[len(us) // 2], us[int(len(us) * 0.99)], us[-1]))
+          % (len(times), len(grammars) - len(failed), len(masks), os.path.getsize(path) / 1024))
+
+    def row(what, values):
+        v = sorted(values)
+        print("| %-38s | %7d | %9.1f | %9.1f | %9.1f |" % (what, len(v), v[len(v) // 2], v[int(len(v) * 0.99)], v[-1]))
+    print("| %-38s | %7s | %9s | %9s | %9s |" % ("llguidance %s, SmolLM2" % getattr(llguidance, "__version__", ""),
+                                                  "n", "p50", "p99", "max"))
+    print("|----------------------------------------|---------|-----------|-----------|-----------|")
+    row("mask per token (us, compute_bitmask)", [t * 1e6 for t in times])
+    row("matcher creation per grammar (ms)", compile_ms)
     for f in failed:
         print("not in the fixture (llguidance refused it):", f)
 

@@ -226,6 +226,23 @@ TEST(GrammarTokenMatcher, ForcedBytesAllowEveryFittingToken) {
   EXPECT_EQ(allowed, (std::set<std::string>{"e", "en"}));  // llguidance: {"en"}
 }
 
+// The second difference from llguidance: `.` matches "\n" (llama.cpp's meaning), so newline
+// tokens are allowed where llguidance (Rust regex `.`) refuses them.
+TEST(GrammarTokenMatcher, DotAllowsNewlineTokens) {
+  auto v = synthetic_vocab();
+  TokenMatcher m(tables_of(R"(root ::= "[" .{0,3} "]")", v));
+  ASSERT_TRUE(m.accept_token(3 + '['));
+  std::vector<uint32_t> mask(v->mask_words());
+  m.fill_mask(mask);
+  EXPECT_TRUE(bit(mask, 3 + '\n'));
+  bool newline_pair = false;
+  for (int32_t id = 0; id < v->n_vocab(); ++id) newline_pair |= v->bytes(id) == "\n\n" && bit(mask, id);
+  EXPECT_TRUE(newline_pair);
+  ASSERT_TRUE(m.accept_token(3 + '\n'));
+  ASSERT_TRUE(m.accept_token(3 + ']'));
+  EXPECT_TRUE(m.can_end());
+}
+
 TEST(GrammarTokenMatcher, RollbackRestoresMasksWithinItsBound) {
   auto v = synthetic_vocab();
   // Nested and never stuck: every state can continue.
