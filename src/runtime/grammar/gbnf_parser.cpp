@@ -7,10 +7,10 @@
 #include <cctype>
 #include <string>
 
+#include "runtime/grammar/utf8_ranges.h"
+
 namespace cera::runtime::grammar {
 namespace {
-
-constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -38,59 +38,6 @@ std::string excerpt(std::string_view text, size_t pos) {
   }
   if (out == "'") return pos < text.size() && text[pos] == '\n' ? "end of line" : "end of input";
   return out + "'";
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// Sorted, merged ranges; surrogates (never characters in UTF-8) removed.
-std::vector<CodepointRange> normalize(std::vector<CodepointRange> ranges) {
-  std::sort(ranges.begin(), ranges.end(),
-            [](const CodepointRange& a, const CodepointRange& b) { return a.lo < b.lo; });
-  std::vector<CodepointRange> merged;
-  for (const CodepointRange& r : ranges) {
-    if (!merged.empty() && r.lo <= merged.back().hi + 1) {
-      merged.back().hi = std::max(merged.back().hi, r.hi);
-    } else {
-      merged.push_back(r);
-    }
-  }
-  std::vector<CodepointRange> out;
-  for (const CodepointRange& r : merged) {
-    if (r.hi < 0xD800 || r.lo > 0xDFFF) {
-      out.push_back(r);
-      continue;
-    }
-    if (r.lo < 0xD800) out.push_back({r.lo, 0xD7FF});
-    if (r.hi > 0xDFFF) out.push_back({0xE000, r.hi});
-  }
-  return out;
-}
-
-std::vector<CodepointRange> complement(const std::vector<CodepointRange>& ranges) {
-  std::vector<CodepointRange> out;
-  uint32_t next = 0;
-  for (const CodepointRange& r : ranges) {
-    if (r.lo > next) out.push_back({next, r.lo - 1});
-    next = r.hi + 1;
-  }
-  if (next <= kMaxCodepoint) out.push_back({next, kMaxCodepoint});
-  return normalize(std::move(out));
 }
 
 class Parser {
@@ -266,7 +213,7 @@ class Parser {
     if (c == '[') return parse_class();
     if (c == '.') {
       ++pos_;
-      return Expr{.kind = ExprKind::kCharClass, .at = where(start), .ranges = complement({})};
+      return Expr{.kind = ExprKind::kCharClass, .at = where(start), .ranges = complement_ranges({})};
     }
     if (c == '(') {
       if (depth + 1 > limits_.max_nesting) {
@@ -390,7 +337,7 @@ class Parser {
     }
     ++pos_;
     if (ranges.empty()) return error(start, "a character class with at least one character");
-    cls.ranges = negated ? complement(normalize(std::move(ranges))) : normalize(std::move(ranges));
+    cls.ranges = negated ? complement_ranges(normalize_ranges(std::move(ranges))) : normalize_ranges(std::move(ranges));
     if (cls.ranges.empty()) return error(start, "a character class that matches some character");
     return cls;
   }

@@ -3,6 +3,8 @@
 // the two ends' encodings (the classic construction used by regex engines over UTF-8).
 #include "runtime/grammar/utf8_ranges.h"
 
+#include <algorithm>
+
 namespace cera::runtime::grammar {
 namespace {
 
@@ -66,6 +68,46 @@ void split(uint32_t lo, uint32_t hi, std::vector<Utf8Sequence>& out) {
 }
 
 }  // namespace
+
+void append_utf8(std::string& out, uint32_t cp) {
+  uint8_t b[4];
+  const int n = encode(cp, b);
+  out.append(reinterpret_cast<const char*>(b), static_cast<size_t>(n));
+}
+
+std::vector<CodepointRange> normalize_ranges(std::vector<CodepointRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const CodepointRange& a, const CodepointRange& b) { return a.lo < b.lo; });
+  std::vector<CodepointRange> merged;
+  for (const CodepointRange& r : ranges) {
+    if (!merged.empty() && r.lo <= merged.back().hi + 1) {
+      merged.back().hi = std::max(merged.back().hi, r.hi);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  std::vector<CodepointRange> out;
+  for (const CodepointRange& r : merged) {
+    if (r.hi < 0xD800 || r.lo > 0xDFFF) {
+      out.push_back(r);
+      continue;
+    }
+    if (r.lo < 0xD800) out.push_back({r.lo, 0xD7FF});
+    if (r.hi > 0xDFFF) out.push_back({0xE000, r.hi});
+  }
+  return out;
+}
+
+std::vector<CodepointRange> complement_ranges(const std::vector<CodepointRange>& ranges) {
+  std::vector<CodepointRange> out;
+  uint32_t next = 0;
+  for (const CodepointRange& r : ranges) {
+    if (r.lo > next) out.push_back({next, r.lo - 1});
+    next = r.hi + 1;
+  }
+  if (next <= kMaxCodepoint) out.push_back({next, kMaxCodepoint});
+  return normalize_ranges(std::move(out));
+}
 
 std::vector<Utf8Sequence> utf8_sequences(const std::vector<CodepointRange>& ranges) {
   std::vector<Utf8Sequence> out;
