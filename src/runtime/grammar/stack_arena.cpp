@@ -209,7 +209,7 @@ void StackStepper::advance(StackArena& arena, const StackSet& from, uint8_t b, S
       const uint32_t t = edges[hit].target;
       const NfaState& ts = states[t];
       if (!ts.final && ts.calls_begin == ts.calls_end) {
-        out.tops.push_back(t == f.state ? from.tops[0] : arena.intern(t, f.parent));
+        if (ts.has_bytes()) out.tops.push_back(t == f.state ? from.tops[0] : arena.intern(t, f.parent));
       } else {
         expand(arena, t, f.parent, out);
       }
