@@ -7,27 +7,19 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace cera::runtime {
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
 
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ull;
 
 }  // namespace
 
 uint64_t PrefixCache::hash_block(uint64_t parent, std::span<const int32_t> tokens, uint64_t extra) {
-  uint64_t h = mix(parent + kGolden);
-  for (int32_t t : tokens) h = mix(h + static_cast<uint32_t>(t) + kGolden);
-  return mix(h ^ mix(extra + kGolden));
+  uint64_t h = mix64(parent + kGolden);
+  for (int32_t t : tokens) h = mix64(h + static_cast<uint32_t>(t) + kGolden);
+  return mix64(h ^ mix64(extra + kGolden));
 }
 
 PrefixCache::PrefixCache(int32_t n_blocks, int32_t block_size)

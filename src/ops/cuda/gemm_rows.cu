@@ -465,6 +465,33 @@ SplitScratch split_scratch(CudaContext& ctx, int64_t counters, int64_t partial_f
   return {reinterpret_cast<int*>(base), reinterpret_cast<float*>(base + counter_bytes)};
 }
 
+SplitPlan plan_splits(std::span<const RowsTarget> parts, const SplitShape& shape) {
+  const TensorView& w0 = parts[0].weight;
+  SplitPlan plan;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const TensorView& w = parts[i].weight;
+    CERA_CHECK_MSG(w.dtype == w0.dtype && w.cols() == w0.cols(), "gemm_rows: the weights of a launch differ in type or width");
+    const int64_t n_out = w.rows(), n_tiles = (n_out + shape.tile_rows - 1) / shape.tile_rows;
+    CERA_CHECK_MSG(n_out < (int64_t{1} << 31) && n_tiles * shape.m_tiles < (int64_t{1} << 24),
+                   "gemm_rows: weight too large for one launch");
+    const int64_t splits = std::max<int64_t>(1, std::min({shape.slots / n_tiles, shape.k_steps / 2, int64_t(kMaxSplits)}));
+    PartSplit& s = plan.part[i];
+    s.n_out = int(n_out);
+    s.n_tiles = int(n_tiles);
+    s.n_splits = int(splits);
+    s.first_block = int(plan.blocks);
+    plan.blocks += shape.m_tiles * n_tiles * splits;
+    if (splits > 1) {
+      s.counter_at = plan.counters;
+      s.partial_at = plan.partial_floats;
+      plan.counters += shape.m_tiles * n_tiles;
+      plan.partial_floats += splits * shape.m_tiles * n_tiles * shape.tile_floats;
+    }
+  }
+  CERA_CHECK_MSG(plan.blocks < (int64_t{1} << 31), "gemm_rows: too many blocks for one launch");
+  return plan;
+}
+
 void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts) {
   CERA_CHECK_MSG(!parts.empty() && parts.size() <= size_t(kMaxGemvParts), "gemm_rows: 1 to 3 weights a launch");
   const TensorView& w0 = parts[0].weight;
@@ -475,54 +502,33 @@ void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const Rows
   const KernelInfo k = kernel_info(w0.dtype, config_of(n_tokens));
   CERA_CHECK_MSG(k.kernel != nullptr, "gemm_rows: no kernel for weight type " + std::string(dtype_name(w0.dtype)));
   const int64_t m_tiles = (n_tokens + k.bm - 1) / k.bm, n_ktiles = (n_in + k.bk - 1) / k.bk;
-  RowsParams p{};
-  p.n_parts = int(parts.size());
-  // Blocks and scratch per part. The splits: as many as fill two blocks an SM (the launch
-  // bounds') in one wave for one tile row of that weight alone (rounding up left a second wave of
-  // a few blocks: 320 blocks on 264 slots for 4096 rows), each at least two stages long; from the
-  // weight's shape alone, so a fused launch sums as the separate ones do and every batch as any
-  // other (batch invariance, config_of).
-  const int64_t slots = 2 * int64_t(ctx.sm_count());
-  int64_t blocks = 0, counters = 0, partial_floats = 0;
-  int64_t split_of[kMaxGemvParts];
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const TensorView& w = parts[i].weight;
-    CERA_CHECK_MSG(w.dtype == w0.dtype && w.cols() == n_in, "gemm_rows: the weights of a launch differ in type or width");
-    const int64_t n_out = w.rows(), n_tiles = (n_out + k.bn - 1) / k.bn;
-    CERA_CHECK_MSG(n_out < (int64_t{1} << 31) && n_tiles * m_tiles < (int64_t{1} << 24),
-                   "gemm_rows: weight too large for one launch");
-    split_of[i] = std::max<int64_t>(1, std::min({slots / n_tiles, n_ktiles / 2, int64_t(kMaxSplits)}));
-    RowsPart& P = p.part[i];
-    P.n_out = int(n_out);
-    P.n_tiles = int(n_tiles);
-    P.n_splits = int(split_of[i]);
-    P.first_block = int(blocks);
-    blocks += m_tiles * n_tiles * split_of[i];
-    if (split_of[i] > 1) {
-      counters += m_tiles * n_tiles;
-      partial_floats += split_of[i] * m_tiles * n_tiles * k.bm * k.bn;
-    }
-  }
-  CERA_CHECK_MSG(blocks < (int64_t{1} << 31), "gemm_rows: too many blocks for one launch");
+  // Two blocks an SM (the launch bounds'): rounding the splits up left a second wave of a few
+  // blocks (320 blocks on 264 slots for 4096 rows).
+  const SplitPlan plan = plan_splits(parts, {.tile_rows = k.bn, .m_tiles = m_tiles, .k_steps = n_ktiles,
+                                             .tile_floats = int64_t(k.bm) * k.bn, .slots = 2 * int64_t(ctx.sm_count())});
   const bool bf16 = w0.dtype == DType::kBF16;
   const void* xh = gemm_activations(ctx, x, bf16);
-  const SplitScratch scratch = split_scratch(ctx, counters, partial_floats, parts.size());
+  const SplitScratch scratch = split_scratch(ctx, plan.counters, plan.partial_floats, parts.size());
   if (!ctx.launching()) return;
   const bool plain = dtype_block_size(w0.dtype) == 1;
-  int64_t counter_at = 0, partial_at = 0;
+  RowsParams p{};
+  p.n_parts = int(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
     const RowsTarget& t = parts[i];
+    const PartSplit& s = plan.part[i];
     RowsPart& P = p.part[i];
+    P.n_out = s.n_out;
+    P.n_tiles = s.n_tiles;
+    P.n_splits = s.n_splits;
+    P.first_block = s.first_block;
     P.w = qweight_of(t.weight.dtype, t.weight.data, n_in, t.weight.rows(), plain ? t.weight.stride() : 0);
     P.out = reinterpret_cast<float*>(t.out.data);
     P.out_stride = t.out.stride() / 4;
     P.bias = t.bias != nullptr ? reinterpret_cast<const float*>(t.bias->data) : nullptr;
     P.out_pairs = P.out_stride % 2 == 0 && reinterpret_cast<uintptr_t>(t.out.data) % 8 == 0;
-    if (split_of[i] > 1) {
-      P.arrivals = scratch.counters + counter_at;
-      P.partial = scratch.partials + partial_at;
-      counter_at += m_tiles * P.n_tiles;
-      partial_at += split_of[i] * m_tiles * P.n_tiles * k.bm * k.bn;
+    if (s.n_splits > 1) {
+      P.arrivals = scratch.counters + s.counter_at;
+      P.partial = scratch.partials + s.partial_at;
     }
   }
   p.x = static_cast<const __half*>(xh);
@@ -531,7 +537,7 @@ void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const Rows
   p.n_ktiles = int(n_ktiles);
   p.m_tiles = int(m_tiles);
   p.window = prefetch_window();
-  launch(ctx.stream(), k.kernel, unsigned(blocks), kThreads, size_t(k.smem), p);
+  launch(ctx.stream(), k.kernel, unsigned(plan.blocks), kThreads, size_t(k.smem), p);
   CERA_CUDA_LAUNCHED();
 }
 

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "ops/cuda/cuda_context.h"
+#include "ops/cuda/cuda_ops.h"
 
 namespace cera::ops::cuda {
 
@@ -64,6 +65,29 @@ struct SplitScratch {
   float* partials = nullptr;
 };
 SplitScratch split_scratch(CudaContext& ctx, int64_t counters, int64_t partial_floats, size_t n_parts);
+
+// How the weights of a launch become blocks, for both serving kernels: each weight's tiles of
+// tile_rows weight rows x m_tiles token tiles x its k splits, the parts' blocks one after the
+// other. The splits: as many as fill `slots` blocks in one wave for one token tile of that weight
+// alone, each at least two of the k_steps long, at most 16; from the weight's shape alone, so a
+// fused launch sums as the separate ones do (and gemm_rows' every batch as any other). Checks
+// that the weights share type and width and that the launch fits its index types.
+struct SplitShape {
+  int64_t tile_rows;    // weight rows a tile
+  int64_t m_tiles;      // token tiles
+  int64_t k_steps;      // the k loop's steps a row
+  int64_t tile_floats;  // a partial tile's floats
+  int64_t slots;        // blocks in one wave
+};
+struct PartSplit {
+  int n_out = 0, n_tiles = 0, n_splits = 1, first_block = 0;
+  int64_t counter_at = 0, partial_at = 0;  // into split_scratch's counters and partials (n_splits > 1)
+};
+struct SplitPlan {
+  PartSplit part[kMaxGemvParts];
+  int64_t blocks = 0, counters = 0, partial_floats = 0;
+};
+SplitPlan plan_splits(std::span<const RowsTarget> parts, const SplitShape& shape);
 
 // x's rows converted to f16 (bf16) into kGemmX scratch, [n_tokens][n_in] packed, unless the
 // activation cache says they already are there (Q/K/V and gate/up share one conversion); in

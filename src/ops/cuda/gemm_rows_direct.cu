@@ -47,7 +47,6 @@ constexpr int kRowsBlock = kWarps * kRowsWarp;  // 128 weight rows a block
 constexpr int kSuperK = 128;                     // k of a superstep: 4 Q4_0 blocks, one a lane of a quad
 constexpr int kChunkBytes = 32768;               // activations of one chunk of k (two in flight)
 constexpr int kDepth = 2;  // supersteps of weights in flight in registers (3 spilled: ptxas -v)
-constexpr int kMaxSplits = 16;
 
 struct DirectPart {
   const uint4* qs;    // [n_out][n_blocks] 16 code bytes a block (weight_layout.h region 0)
@@ -324,51 +323,32 @@ void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<con
   const DirectKernel k = direct_kernel_for(n_tokens);
   const int64_t m_tiles = (n_tokens + k.tokens - 1) / k.tokens, n_blocks = n_in / 32;
   const int64_t n_super = (n_blocks + 3) / 4;
+  // Three blocks an SM (64 KB of activations each).
+  const SplitPlan plan = plan_splits(parts, {.tile_rows = kRowsBlock, .m_tiles = m_tiles, .k_steps = n_super,
+                                             .tile_floats = int64_t(kRowsBlock) * k.tokens,
+                                             .slots = 3 * int64_t(ctx.sm_count())});
+  const void* xh = gemm_activations(ctx, x, false);
+  const SplitScratch scratch = split_scratch(ctx, plan.counters, plan.partial_floats, parts.size());
+  if (!ctx.launching()) return;
   DirectParams p{};
   p.n_parts = int(parts.size());
-  // The splits as gemm_rows chooses them, from the weight's shape alone: as many as fill the
-  // blocks an SM holds (three: 64 KB of activations each) in one wave for one token tile of that
-  // weight alone, each at least two supersteps long.
-  const int64_t slots = 3 * int64_t(ctx.sm_count());
-  int64_t blocks = 0, counters = 0, partial_floats = 0;
-  int64_t split_of[kMaxGemvParts];
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const TensorView& w = parts[i].weight;
-    CERA_CHECK_MSG(w.dtype == w0.dtype && w.cols() == n_in, "gemm_rows: the weights of a launch differ in type or width");
-    const int64_t n_out = w.rows(), n_tiles = (n_out + kRowsBlock - 1) / kRowsBlock;
-    CERA_CHECK_MSG(n_out < (int64_t{1} << 31) && n_tiles * m_tiles < (int64_t{1} << 24),
-                   "gemm_rows: weight too large for one launch");
-    split_of[i] = std::max<int64_t>(1, std::min({slots / n_tiles, n_super / 2, int64_t(kMaxSplits)}));
-    DirectPart& P = p.part[i];
-    P.n_out = int(n_out);
-    P.n_tiles = int(n_tiles);
-    P.n_splits = int(split_of[i]);
-    P.first_block = int(blocks);
-    blocks += m_tiles * n_tiles * split_of[i];
-    if (split_of[i] > 1) {
-      counters += m_tiles * n_tiles;
-      partial_floats += split_of[i] * m_tiles * n_tiles * kRowsBlock * k.tokens;
-    }
-  }
-  CERA_CHECK_MSG(blocks < (int64_t{1} << 31), "gemm_rows: too many blocks for one launch");
-  const void* xh = gemm_activations(ctx, x, false);
-  const SplitScratch scratch = split_scratch(ctx, counters, partial_floats, parts.size());
-  if (!ctx.launching()) return;
-  int64_t counter_at = 0, partial_at = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const RowsTarget& t = parts[i];
+    const PartSplit& s = plan.part[i];
     DirectPart& P = p.part[i];
+    P.n_out = s.n_out;
+    P.n_tiles = s.n_tiles;
+    P.n_splits = s.n_splits;
+    P.first_block = s.first_block;
     const QWeight w = qweight_of(t.weight.dtype, t.weight.data, n_in, t.weight.rows(), 0);
     P.qs = reinterpret_cast<const uint4*>(w.r0);
     P.d = reinterpret_cast<const __half*>(w.r1);
     P.out = reinterpret_cast<float*>(t.out.data);
     P.out_stride = t.out.stride() / 4;
     P.bias = t.bias != nullptr ? reinterpret_cast<const float*>(t.bias->data) : nullptr;
-    if (split_of[i] > 1) {
-      P.arrivals = scratch.counters + counter_at;
-      P.partial = scratch.partials + partial_at;
-      counter_at += m_tiles * P.n_tiles;
-      partial_at += split_of[i] * m_tiles * P.n_tiles * kRowsBlock * k.tokens;
+    if (s.n_splits > 1) {
+      P.arrivals = scratch.counters + s.counter_at;
+      P.partial = scratch.partials + s.partial_at;
     }
   }
   p.x = static_cast<const __half*>(xh);
@@ -377,7 +357,7 @@ void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<con
   p.n_blocks = int(n_blocks);
   p.n_super = int(n_super);
   p.m_tiles = int(m_tiles);
-  launch(ctx.stream(), k.kernel, unsigned(blocks), kThreads, size_t(2 * kChunkBytes), p);
+  launch(ctx.stream(), k.kernel, unsigned(plan.blocks), kThreads, size_t(2 * kChunkBytes), p);
   CERA_CUDA_LAUNCHED();
 }
 

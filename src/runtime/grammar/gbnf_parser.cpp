@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/grammar/utf8_ranges.h"
+#include "tokenizer/unicode/unicode.h"
 
 namespace cera::runtime::grammar {
 namespace {
@@ -303,7 +304,7 @@ class Parser {
       }
       if (text_[pos_] == '"') break;
       CERA_ASSIGN_OR_RETURN(uint32_t cp, parse_char());
-      append_utf8(lit.text, cp);
+      tokenizer::unicode::append_utf8(lit.text, cp);  // cp: checked above, never a surrogate
     }
     ++pos_;
     return lit;

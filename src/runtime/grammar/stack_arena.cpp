@@ -5,17 +5,10 @@
 
 #include <algorithm>
 
+#include "core/hash.h"
+
 namespace cera::runtime::grammar {
 namespace {
-
-inline uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
 
 inline uint64_t key(uint32_t state, uint32_t parent) { return (uint64_t{state} << 32) | parent; }
 
@@ -31,7 +24,7 @@ void StackArena::clear() {
 }
 
 uint32_t StackArena::find_slot(uint32_t state, uint32_t parent) const {
-  uint32_t slot = static_cast<uint32_t>(mix(key(state, parent))) & mask_;
+  uint32_t slot = static_cast<uint32_t>(mix64(key(state, parent))) & mask_;
   for (;;) {
     const uint32_t id = table_[slot];
     if (id == 0) return slot;
@@ -127,7 +120,7 @@ bool StackStepper::visit(uint32_t state, uint32_t parent) {
     const std::vector<uint64_t> keys = std::move(seen_);
     seen_.clear();
     for (uint64_t kk : keys) {
-      uint32_t slot = static_cast<uint32_t>(mix(kk)) & (seen_table_.size() - 1);
+      uint32_t slot = static_cast<uint32_t>(mix64(kk)) & (seen_table_.size() - 1);
       while (seen_table_[slot] != 0) slot = (slot + 1) & (seen_table_.size() - 1);
       seen_table_[slot] = kk;
       seen_used_.push_back(slot);
@@ -140,13 +133,13 @@ bool StackStepper::visit(uint32_t state, uint32_t parent) {
     seen_table_.assign(seen_table_.size() * 2, 0);
     seen_used_.clear();
     for (uint64_t kk : keys) {
-      uint32_t slot = static_cast<uint32_t>(mix(kk)) & (seen_table_.size() - 1);
+      uint32_t slot = static_cast<uint32_t>(mix64(kk)) & (seen_table_.size() - 1);
       while (seen_table_[slot] != 0) slot = (slot + 1) & (seen_table_.size() - 1);
       seen_table_[slot] = kk;
       seen_used_.push_back(slot);
     }
   }
-  uint32_t slot = static_cast<uint32_t>(mix(k)) & (seen_table_.size() - 1);
+  uint32_t slot = static_cast<uint32_t>(mix64(k)) & (seen_table_.size() - 1);
   while (seen_table_[slot] != 0) {
     if (seen_table_[slot] == k) return false;
     slot = (slot + 1) & (seen_table_.size() - 1);

@@ -4,31 +4,20 @@
 #include "runtime/grammar/utf8_ranges.h"
 
 #include <algorithm>
+#include <string>
+
+#include "tokenizer/unicode/unicode.h"
 
 namespace cera::runtime::grammar {
 namespace {
 
+// The UTF-8 bytes of cp (ranges here are normalized: no surrogate, at most U+10FFFF, so the
+// tokenizer's encoder never substitutes U+FFFD).
 int encode(uint32_t cp, uint8_t out[4]) {
-  if (cp < 0x80) {
-    out[0] = static_cast<uint8_t>(cp);
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
-    out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
-    out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
-  out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-  return 4;
+  std::string bytes;
+  tokenizer::unicode::append_utf8(bytes, cp);
+  std::copy(bytes.begin(), bytes.end(), out);
+  return static_cast<int>(bytes.size());
 }
 
 void split(uint32_t lo, uint32_t hi, std::vector<Utf8Sequence>& out) {
@@ -68,12 +57,6 @@ void split(uint32_t lo, uint32_t hi, std::vector<Utf8Sequence>& out) {
 }
 
 }  // namespace
-
-void append_utf8(std::string& out, uint32_t cp) {
-  uint8_t b[4];
-  const int n = encode(cp, b);
-  out.append(reinterpret_cast<const char*>(b), static_cast<size_t>(n));
-}
 
 std::vector<CodepointRange> normalize_ranges(std::vector<CodepointRange> ranges) {
   std::sort(ranges.begin(), ranges.end(),

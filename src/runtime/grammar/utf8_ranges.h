@@ -31,7 +31,5 @@ std::vector<Utf8Sequence> utf8_sequences(const std::vector<CodepointRange>& rang
 std::vector<CodepointRange> normalize_ranges(std::vector<CodepointRange> ranges);
 // Every character not in `ranges` (which must be normalized).
 std::vector<CodepointRange> complement_ranges(const std::vector<CodepointRange>& ranges);
-// Appends the UTF-8 encoding of `cp` (<= U+10FFFF, not a surrogate).
-void append_utf8(std::string& out, uint32_t cp);
 
 }  // namespace cera::runtime::grammar

@@ -9,30 +9,14 @@
 #include <vector>
 
 #include "runtime/grammar/grammar.h"
+#include "tokenizer/unicode/unicode.h"
 
 namespace cera::runtime::grammar {
 namespace {
 
 std::string utf8(const std::u32string& s) {
   std::string out;
-  for (char32_t c : s) {
-    const uint32_t cp = static_cast<uint32_t>(c);
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
+  for (char32_t c : s) tokenizer::unicode::append_utf8(out, static_cast<uint32_t>(c));
   return out;
 }
 

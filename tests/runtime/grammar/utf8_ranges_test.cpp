@@ -1,34 +1,17 @@
 // GrammarUtf8: the byte sequences of a code point class match exactly the UTF-8 encodings of
 // its members, checked for every code point 0..U+10FFFF on class sets with edges at every
-// encoding-length and continuation-byte boundary (the encoder below is the standard's table).
+// encoding-length and continuation-byte boundary (encoded by the tokenizer's UTF-8 encoder, tested against the standard's table there).
 #include "runtime/grammar/utf8_ranges.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
+
+#include "tokenizer/unicode/unicode.h"
 
 namespace cera::runtime::grammar {
 namespace {
-
-int encode(uint32_t cp, uint8_t out[4]) {
-  if (cp < 0x80) return out[0] = static_cast<uint8_t>(cp), 1;
-  if (cp < 0x800) {
-    out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
-    out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
-    out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
-  out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-  return 4;
-}
 
 bool matched(const std::vector<Utf8Sequence>& seqs, const uint8_t* b, int n) {
   int hits = 0;
@@ -45,13 +28,15 @@ bool matched(const std::vector<Utf8Sequence>& seqs, const uint8_t* b, int n) {
 void check_exhaustive(const std::vector<CodepointRange>& ranges) {
   const auto seqs = utf8_sequences(ranges);
   size_t r = 0;
+  std::string bytes;
   for (uint32_t cp = 0; cp <= 0x10FFFF; ++cp) {
     if (cp >= 0xD800 && cp <= 0xDFFF) continue;
     while (r < ranges.size() && ranges[r].hi < cp) ++r;
     const bool member = r < ranges.size() && ranges[r].lo <= cp;
-    uint8_t b[4];
-    const int n = encode(cp, b);
-    ASSERT_EQ(matched(seqs, b, n), member) << std::hex << "U+" << cp;
+    bytes.clear();
+    tokenizer::unicode::append_utf8(bytes, cp);
+    ASSERT_EQ(matched(seqs, reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size())), member)
+        << std::hex << "U+" << cp;
   }
   // Every sequence is inside valid UTF-8: no surrogate (ED A0..BF) and no overlong lead.
   for (const Utf8Sequence& s : seqs) {
