@@ -38,6 +38,15 @@ class KvCachePrefix : public ::testing::Test {
     const SeqId s = c.new_sequence_from_prefix(tokens, 0);
     std::vector<int32_t> slots;
     EXPECT_TRUE(c.append(s, static_cast<int32_t>(tokens.size()) - c.length(s), slots).ok());
+    // Layer 0's K rows of the new entries get finite values of their own, as a forward would
+    // store: the tests compare rows before and after a copy, and uninitialized rows may hold NaN
+    // (which equals nothing, itself included).
+    const ops::KvLayer& l = c.layers()[0];
+    std::vector<float> row(static_cast<size_t>(l.k.cols()));
+    for (int32_t slot : slots) {
+      for (size_t j = 0; j < row.size(); ++j) row[j] = static_cast<float>(slot) + 0.001f * static_cast<float>(j);
+      engine_->model().backend().upload(l.k.slice_rows(slot, 1), row.data());
+    }
     c.publish_blocks(s, tokens);
     return s;
   }
