@@ -68,13 +68,13 @@ for s in $sections; do
       run "test_ops_cuda matmul and graphs with the streaming GEMV everywhere, gemm_rows off (quick sweep)" \
       tests-stream.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
     tail -3 "$OUT/tests-stream.log"
-    # gemm_rows_direct (Q4_0 up to 64 rows; off by default until measured: gemm_rows.h) on the
-    # full serving-rows sweep and the graph tests, and under memcheck.
-    CERA_CUDA_ROWS_DIRECT_MAX=64 \
-      run "test_ops_cuda serving rows and graphs with gemm_rows_direct on" \
-      tests-direct.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
-    tail -3 "$OUT/tests-direct.log"
-    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_ROWS_DIRECT_MAX=64 run "memcheck of gemm_rows_direct (quick sweep)" \
+    # gemm_rows_direct takes Q4_0 up to 64 rows by default (gemm_rows.h); with it off, gemm_rows'
+    # own Q4_0 path on the full serving-rows sweep and the graph tests, and memcheck of both.
+    CERA_CUDA_ROWS_DIRECT_MAX=0 \
+      run "test_ops_cuda serving rows and graphs with gemm_rows_direct off" \
+      tests-direct-off.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
+    tail -3 "$OUT/tests-direct-off.log"
+    CERA_CUDA_TEST_QUICK=1 run "memcheck of the serving kernels (gemm_rows_direct on, quick sweep)" \
       memcheck-direct.log timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$TESTS" \
       --gtest_filter='CudaMatmul.ServingRows*:CudaGraph*' --gtest_brief=1
     grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck-direct.log" | tail -3

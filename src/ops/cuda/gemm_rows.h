@@ -49,9 +49,9 @@ struct RowsTarget {
 void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts);
 
 // Q4_0 batches of at most rows_direct_max() rows (CERA_CUDA_ROWS_DIRECT_MAX, at most 256; default
-// 0: never, until the kernel has run on a GPU) go to gemm_rows_direct.cu's kernel (weights decoded
-// from registers straight into tensor-core fragments), except under CERA_CUDA_BATCH_INVARIANT=1,
-// whose k order is gemm_rows' own.
+// 64, where the H200 measured it as fast as gemm_rows or faster; 0: never) go to
+// gemm_rows_direct.cu's kernel (weights decoded from registers straight into tensor-core
+// fragments), except under CERA_CUDA_BATCH_INVARIANT=1, whose k order is gemm_rows' own.
 int64_t rows_direct_max();
 bool gemm_rows_direct_takes(DType dtype, int64_t n_tokens);
 void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts);
