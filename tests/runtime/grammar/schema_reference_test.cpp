@@ -41,9 +41,12 @@ using test::printable;
 // llguidance 1.9.1's format regexes (its json/formats.rs), restated in cera's pattern subset.
 const char* const kOctet = "([0-9]|[1-9][0-9]|25[0-5]|2[0-4][0-9]|1[0-9][0-9])";
 const std::string kDate =
-    "([0-9]{4}-(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|[0-9]{4}-(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+    "([0-9]{4}-(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|[0-9]{4}-(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+    "|"
     "[0-9]{4}-02-(0[1-9]|1[0-9]|2[0-9]))";
-const std::string kTime = "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([zZ]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+const std::string kTime =
+    "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([zZ]|[+-]([01][0-9]|2[0-3]):[0-5][0-"
+    "9])";
 const std::string kAtext = "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]";
 const std::string kLabel = "[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?";
 
@@ -51,8 +54,8 @@ std::string llguidance_format(const std::string& f) {
   if (f == "date") return "^" + kDate + "$";
   if (f == "date-time") return "^" + kDate + "[tT]" + kTime + "$";
   if (f == "email") {
-    return "^" + kAtext + "+(\\." + kAtext + "+)*@(" + kLabel + "(\\." + kLabel + ")*|\\[(" + kOctet + "\\.){3}" +
-           kOctet + "\\])$";
+    return "^" + kAtext + "+(\\." + kAtext + "+)*@(" + kLabel + "(\\." + kLabel + ")*|\\[(" +
+           kOctet + "\\.){3}" + kOctet + "\\])$";
   }
   return "";
 }
@@ -79,8 +82,8 @@ bool with_llguidance_formats(Json& schema) {
 // additionalProperties is not false: cera lets an additional property reuse such a name.
 std::set<std::string> reusable_keys(const Json& schema) {
   std::set<std::string> out;
-  if (schema.is_object() && schema.contains("properties") && schema.contains("additionalProperties") &&
-      schema["additionalProperties"] != Json(false)) {
+  if (schema.is_object() && schema.contains("properties") &&
+      schema.contains("additionalProperties") && schema["additionalProperties"] != Json(false)) {
     for (const auto& [key, value] : schema["properties"].items()) {
       const std::string quoted = Json(key).dump();
       out.insert(quoted.substr(1, quoted.size() - 2));
@@ -172,45 +175,61 @@ std::optional<SchemaMatch> match_schema(const Json& schema, std::shared_ptr<cons
     ADD_FAILURE() << name << ": " << g.status().message();
     return std::nullopt;
   }
-  return SchemaMatch{*g, std::make_unique<TokenMatcher>(token_tables_for(*g, vocab)), std::make_unique<ByteMatcher>(*g)};
+  return SchemaMatch{*g, std::make_unique<TokenMatcher>(token_tables_for(*g, vocab)),
+                     std::make_unique<ByteMatcher>(*g)};
 }
 
-enum class Difference { kNone, kForcedBytes, kDel, kEscapes, kEnumEscape, kNegativeZero, kListedKey, kOther };
+enum class Difference {
+  kNone,
+  kForcedBytes,
+  kDel,
+  kEscapes,
+  kEnumEscape,
+  kNegativeZero,
+  kListedKey,
+  kOther
+};
 
 // How cera's mask `got` differs from llguidance's `want` at a state whose ByteMatcher is `bytes`.
-Difference classify(const std::vector<int32_t>& got, const std::vector<int32_t>& want, const ByteMatcher& bytes,
-                    const VocabIndex& vocab,
-                    std::string_view prefix, std::vector<int32_t>* extra_out = nullptr,
+Difference classify(const std::vector<int32_t>& got, const std::vector<int32_t>& want,
+                    const ByteMatcher& bytes, const VocabIndex& vocab, std::string_view prefix,
+                    std::vector<int32_t>* extra_out = nullptr,
                     std::vector<int32_t>* missing_out = nullptr) {
   if (got == want) return Difference::kNone;
   std::vector<int32_t> extra, missing;
   std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
-  std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(missing));
+  std::set_difference(want.begin(), want.end(), got.begin(), got.end(),
+                      std::back_inserter(missing));
   if (extra_out) *extra_out = extra;
   if (missing_out) *missing_out = missing;
   if (extra.empty() && prefix.ends_with('-') &&
-      std::all_of(missing.begin(), missing.end(), [&](int32_t id) { return vocab.bytes(id).starts_with('0'); })) {
+      std::all_of(missing.begin(), missing.end(),
+                  [&](int32_t id) { return vocab.bytes(id).starts_with('0'); })) {
     return Difference::kNegativeZero;
   }
   if (extra.empty() && prefix.ends_with('\\') &&
-      std::all_of(missing.begin(), missing.end(), [&](int32_t id) { return vocab.bytes(id).starts_with('u'); })) {
+      std::all_of(missing.begin(), missing.end(),
+                  [&](int32_t id) { return vocab.bytes(id).starts_with('u'); })) {
     return Difference::kEnumEscape;
   }
   if (!missing.empty()) return Difference::kOther;
   if (prefix.ends_with('\\') && std::all_of(extra.begin(), extra.end(), [&](int32_t id) {
         const std::string_view b = vocab.bytes(id);
-        return b.starts_with('/') || (b.size() >= 3 && (b[0] == 'u') && (b[1] == 'd' || b[1] == 'D') &&
-                                      std::string_view("cdefCDEF").find(b[2]) != std::string_view::npos);
+        return b.starts_with('/') ||
+               (b.size() >= 3 && (b[0] == 'u') && (b[1] == 'd' || b[1] == 'D') &&
+                std::string_view("cdefCDEF").find(b[2]) != std::string_view::npos);
       })) {
     return Difference::kEscapes;
   }
-  if (std::all_of(extra.begin(), extra.end(),
-                  [&](int32_t id) { return vocab.bytes(id).find('\x7F') != std::string_view::npos; })) {
+  if (std::all_of(extra.begin(), extra.end(), [&](int32_t id) {
+        return vocab.bytes(id).find('\x7F') != std::string_view::npos;
+      })) {
     return Difference::kDel;
   }
   const std::string forced = test::forced_continuation(bytes);
-  if (!forced.empty() &&
-      std::all_of(extra.begin(), extra.end(), [&](int32_t id) { return forced.starts_with(vocab.bytes(id)); })) {
+  if (!forced.empty() && std::all_of(extra.begin(), extra.end(), [&](int32_t id) {
+        return forced.starts_with(vocab.bytes(id));
+      })) {
     return Difference::kForcedBytes;
   }
   return Difference::kOther;
@@ -221,7 +240,8 @@ TEST(GrammarSchemaReference, MasksEqualLlguidance) {
   if (!vocab) GTEST_SKIP() << test::kSmollm2Missing;
   const std::map<std::string, Json> schemas = load_schemas();
   ASSERT_EQ(schemas.size(), 100u);
-  const test::MaskFixture f = test::load_mask_file("tests/fixtures/grammar/llguidance_schema_masks.txt");
+  const test::MaskFixture f =
+      test::load_mask_file("tests/fixtures/grammar/llguidance_schema_masks.txt");
   ASSERT_TRUE(f.loaded) << "tests/fixtures/grammar/llguidance_schema_masks.txt is missing or empty";
   ASSERT_EQ(f.n_vocab, vocab->n_vocab());
   EXPECT_EQ(f.eog, vocab->end_tokens());
@@ -239,7 +259,8 @@ TEST(GrammarSchemaReference, MasksEqualLlguidance) {
     // The schema restated with llguidance's formats, followed while it accepts the walk's tokens.
     std::vector<std::pair<Explanation, std::optional<SchemaMatch>>> variants;
     if (Json v = schema->second; with_llguidance_formats(v)) {
-      variants.emplace_back(Explanation::kFormats, match_schema(v, vocab, w.grammar + " (llguidance's formats)"));
+      variants.emplace_back(Explanation::kFormats,
+                            match_schema(v, vocab, w.grammar + " (llguidance's formats)"));
     }
     const std::set<std::string> reusable = reusable_keys(schema->second);
     names.insert(w.grammar);
@@ -252,12 +273,14 @@ TEST(GrammarSchemaReference, MasksEqualLlguidance) {
       ++steps;
       std::vector<int32_t> extra, missing;
       Difference d = classify(got, want, *m->bytes, *vocab, prefix, &extra, &missing);
-      if (d == Difference::kOther && missing.empty() && writes_reusable_key(prefix, reusable)) d = Difference::kListedKey;
+      if (d == Difference::kOther && missing.empty() && writes_reusable_key(prefix, reusable))
+        d = Difference::kListedKey;
       if (d == Difference::kOther) {
         for (auto& [why, v] : variants) {
           if (!v) continue;
           v->tokens->fill_mask(mask);
-          if (classify(allowed_ids(mask, vocab->n_vocab()), want, *v->bytes, *vocab, prefix) != Difference::kOther) {
+          if (classify(allowed_ids(mask, vocab->n_vocab()), want, *v->bytes, *vocab, prefix) !=
+              Difference::kOther) {
             ++by_variant[why];
             d = Difference::kNone;
             break;
@@ -268,17 +291,21 @@ TEST(GrammarSchemaReference, MasksEqualLlguidance) {
         ++differing;
         if (reported++ < 40) {
           std::string e, mi;
-          for (size_t k = 0; k < extra.size() && k < 8; ++k) e += " '" + printable(vocab->bytes(extra[k])) + "'";
-          for (size_t k = 0; k < missing.size() && k < 8; ++k) mi += " '" + printable(vocab->bytes(missing[k])) + "'";
-          ADD_FAILURE() << w.grammar << " after '" << printable(prefix) << "': cera allows " << extra.size()
-                        << " more:" << e << "; " << missing.size() << " fewer:" << mi;
+          for (size_t k = 0; k < extra.size() && k < 8; ++k)
+            e += " '" + printable(vocab->bytes(extra[k])) + "'";
+          for (size_t k = 0; k < missing.size() && k < 8; ++k)
+            mi += " '" + printable(vocab->bytes(missing[k])) + "'";
+          ADD_FAILURE() << w.grammar << " after '" << printable(prefix) << "': cera allows "
+                        << extra.size() << " more:" << e << "; " << missing.size()
+                        << " fewer:" << mi;
         }
       } else if (d != Difference::kNone) {
         ++explained[d];
       }
       const int32_t t = w.tokens[i];
       ASSERT_TRUE(m->tokens->accept_token(t))
-          << w.grammar << " after '" << printable(prefix) << "': token " << t << " '" << printable(vocab->bytes(t)) << "'";
+          << w.grammar << " after '" << printable(prefix) << "': token " << t << " '"
+          << printable(vocab->bytes(t)) << "'";
       for (auto& [why, v] : variants) {
         if (v && !(v->tokens->accept_token(t) &&
                    (vocab->role(t) != TokenRole::kText || v->bytes->accept(vocab->bytes(t))))) {
@@ -295,14 +322,19 @@ TEST(GrammarSchemaReference, MasksEqualLlguidance) {
   size_t n_explained = 0;
   for (const auto& [k, n] : explained) n_explained += n;
   for (const auto& [k, n] : by_variant) n_explained += n;
-  std::printf("GrammarSchemaReference: %zu schemas, %zu walks, %zu masks compared: %zu equal; explained: %zu by "
-              "forced-bytes prefix tokens, %zu by U+007F in strings, %zu by \\/ or a lone low surrogate after a "
-              "backslash, %zu by \\u in an enum's string, %zu by -0, %zu by llguidance's format regexes, %zu by a listed key written as an additional "
-              "one; %zu differ otherwise\n",
-              names.size(), f.walks.size(), steps, steps - n_explained - differing, explained[Difference::kForcedBytes],
-              explained[Difference::kDel], explained[Difference::kEscapes], explained[Difference::kEnumEscape],
-              explained[Difference::kNegativeZero],
-              by_variant[Explanation::kFormats], explained[Difference::kListedKey], differing);
+  std::printf(
+      "GrammarSchemaReference: %zu schemas, %zu walks, %zu masks compared: %zu equal; explained: "
+      "%zu by "
+      "forced-bytes prefix tokens, %zu by U+007F in strings, %zu by \\/ or a lone low surrogate "
+      "after a "
+      "backslash, %zu by \\u in an enum's string, %zu by -0, %zu by llguidance's format regexes, "
+      "%zu by a listed key written as an additional "
+      "one; %zu differ otherwise\n",
+      names.size(), f.walks.size(), steps, steps - n_explained - differing,
+      explained[Difference::kForcedBytes], explained[Difference::kDel],
+      explained[Difference::kEscapes], explained[Difference::kEnumEscape],
+      explained[Difference::kNegativeZero], by_variant[Explanation::kFormats],
+      explained[Difference::kListedKey], differing);
   EXPECT_EQ(differing, 0u);
   EXPECT_EQ(names.size(), 100u);
 }
@@ -323,7 +355,9 @@ bool accepts(const Json& schema, std::string_view doc) {
 // the way the masks show (llguidance the other way: its fixture masks).
 TEST(GrammarSchemaReference, ExplainedDifferences) {
   const Json str = {{"type", "string"}};
-  const std::string del = "\"a\x7F" "b\"";
+  const std::string del =
+      "\"a\x7F"
+      "b\"";
   EXPECT_TRUE(Json::accept(del)) << "RFC 8259 does not ask to escape U+007F";
   EXPECT_TRUE(accepts(str, del));
   // \/ and a lone low surrogate escape: valid JSON strings, allowed by cera.
@@ -342,7 +376,8 @@ TEST(GrammarSchemaReference, ExplainedDifferences) {
   EXPECT_FALSE(accepts(nl, "\"new\\u000aline\""));
   // A listed key written again as an additional property takes any value (json_schema.h):
   // "x" must be a number, yet {"x":[1]} passes as an additional "x".
-  const Json reuse = Json::parse(R"({"type":"object","properties":{"x":{"type":"number"}},"additionalProperties":true})");
+  const Json reuse = Json::parse(
+      R"({"type":"object","properties":{"x":{"type":"number"}},"additionalProperties":true})");
   EXPECT_TRUE(accepts(reuse, R"({"x":[1]})"));
   EXPECT_TRUE(accepts(reuse, R"({"x":1,"y":[1]})"));
   EXPECT_TRUE(writes_reusable_key(R"({"x":[)", reusable_keys(reuse)));
