@@ -18,6 +18,7 @@
 #include "output.h"
 #include "runtime/chat/conversation.h"
 #include "runtime/engine/loop_session.h"
+#include "grammar_options.h"
 #include "sampling_options.h"
 #include "text_input.h"
 
@@ -31,6 +32,7 @@ struct ChatOptions {
   bool special = false;       // control-token texts typed in messages become control tokens
   int n_predict = 1024;  // -1: no limit
   SamplingOptions sampling;
+  GrammarOptions grammar;  // every reply follows it
   int64_t max_input_mib = kDefaultMaxInputMiB;
 };
 
@@ -118,6 +120,7 @@ class ChatLoop {
   ChatLoop(const ChatOptions& o, api::Engine& engine, runtime::chat::ChatTemplate tmpl)
       : options_(o), engine_(engine), conversation_(std::move(tmpl), base_context(engine, o.special), engine.tokenizer()) {
     sampling_ = resolve_sampling("chat", o.sampling);  // once: a --seed -1 is drawn for the whole chat
+    grammar_ = load_grammar_or_exit("chat", o.grammar, engine.tokenizer(), o.max_input_mib);
     // n_keep = -1: the first append of a conversation is the system part, kept on context shifts.
     loop_ = new_loop_or_exit("chat", engine, o.model);
     session_ = std::make_unique<runtime::LoopSession>(*loop_, engine.tokenizer(),
@@ -254,7 +257,7 @@ class ChatLoop {
     g_generating.store(session_.get());
     runtime::LoopSession* generating = session_.get();
     auto result = session_->generate(
-        {.max_tokens = options_.n_predict < 0 ? kInt32Max : options_.n_predict, .sampling = sampling_},
+        {.max_tokens = options_.n_predict < 0 ? kInt32Max : options_.n_predict, .sampling = sampling_, .grammar = grammar_},
         [generating](std::string_view piece) {
           if (!stdout_write(piece, /*flush=*/true)) generating->cancel();
         });
@@ -287,6 +290,7 @@ class ChatLoop {
   api::Engine& engine_;
   runtime::chat::Conversation conversation_;
   runtime::SamplingParams sampling_;  // the seed decided once (--seed -1) for the whole chat
+  std::shared_ptr<const runtime::grammar::TokenTables> grammar_;  // null: free replies
   std::unique_ptr<runtime::EngineLoop> loop_;
   std::unique_ptr<runtime::LoopSession> session_;
   int n_turns_ = 0;
@@ -327,6 +331,7 @@ void register_chat(CLI::App& app) {
           [](std::string& text) { return text == "-1" ? std::string() : int_range(1, kInt32Max, "-1: no limit")(text); },
           "-1 | INT in [1, 2147483647]"));
   add_sampling_options(cmd, o->sampling);
+  add_grammar_options(cmd, o->grammar);
   add_max_input_option(cmd, o->max_input_mib);
   cmd->callback([o] { run_chat(*o); });
 }

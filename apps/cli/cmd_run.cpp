@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "arg_checks.h"
+#include "grammar_options.h"
 #include "model_options.h"
 #include "output.h"
 #include "runtime/chat/chat_template.h"
@@ -24,6 +25,7 @@ struct RunOptions {
   std::string prompt_file;
   int n_predict = 128;  // -1: no limit
   SamplingOptions sampling;
+  GrammarOptions grammar;
   int n_keep = 0;
   int64_t max_input_mib = kDefaultMaxInputMiB;
   bool ignore_eos = false;
@@ -50,6 +52,7 @@ void run(const RunOptions& o) {
   }
   const runtime::SamplingParams sampling = resolve_sampling("run", o.sampling);
   auto engine = load_engine_or_exit("run", o.model);
+  const auto grammar = load_grammar_or_exit("run", o.grammar, engine->tokenizer(), o.max_input_mib);
   auto loop = new_loop_or_exit("run", *engine, o.model);
   auto session = std::make_unique<runtime::LoopSession>(
       *loop, engine->tokenizer(),
@@ -99,7 +102,8 @@ void run(const RunOptions& o) {
   auto result = session->generate({.max_tokens = o.n_predict < 0 ? kInt32Max : o.n_predict,
                                    .sampling = sampling,
                                    .stop = o.stop,
-                                   .stop_at_end_of_generation = !o.ignore_eos},
+                                   .stop_at_end_of_generation = !o.ignore_eos,
+                                   .grammar = grammar},
                                   [running](std::string_view piece) {
                                     if (!stdout_write(piece, /*flush=*/true)) running->cancel();
                                   });
@@ -137,6 +141,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate (-1: until an end-of-generation token)")
       ->check(int_range(-1, kInt32Max, "-1: no limit"));
   add_sampling_options(cmd, o->sampling);
+  add_grammar_options(cmd, o->grammar);
   cmd->add_option("--n-keep", o->n_keep, "tokens kept at the start on a context shift (-1: the prompt)")
       ->check(int_range(-1, kInt32Max, "-1: the whole prompt; at most half the context"));
   cmd->add_option("--stop", o->stop, "stop before this string (repeatable)");

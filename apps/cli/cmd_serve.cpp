@@ -111,7 +111,8 @@ void serve(ServeOptions o) {
                                             .count(),
                              .n_ctx = n_ctx,
                              .max_tokens = o.max_tokens > 0 ? std::min(o.max_tokens, n_ctx) : n_ctx,
-                             .allow_special = o.allow_special};
+                             .allow_special = o.allow_special,
+                             .vocab = runtime::grammar::VocabIndex::from_tokenizer(engine->tokenizer())};
   if (auto tmpl = runtime::chat::chat_template_from_gguf(engine->file()); tmpl.ok()) {
     served.chat_template = std::move(tmpl).value();
   } else {

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <random>
 
+#include "response_format.h"
+
 namespace cera::server {
 namespace {
 
@@ -238,11 +240,6 @@ std::variant<CompletionJob, ApiError> read_completion_job(Endpoint endpoint, con
   // change what the client asked for.
   if (const Json* tools = r.get("tools"); tools != nullptr && !(tools->is_array() && tools->empty()))
     r.fail(bad_request("'tools': tool calling is not supported yet", "tools", "unsupported"));
-  if (const Json* rf = r.get("response_format"); rf != nullptr) {
-    FieldReader fr(*rf, "response_format.");
-    if (!rf->is_object() || fr.string("type").value_or("") != "text")
-      r.fail(bad_request("'response_format': only {\"type\": \"text\"} is supported yet", "response_format", "unsupported"));
-  }
   if (endpoint == Endpoint::kCompletion) {
     if (r.boolean("echo").value_or(false)) r.fail(bad_request("'echo' is not supported", "echo", "unsupported"));
     if (r.string("suffix").value_or("").size() > 0) r.fail(bad_request("'suffix' is not supported", "suffix", "unsupported"));
@@ -342,6 +339,10 @@ std::variant<CompletionJob, ApiError> read_completion_job(Endpoint endpoint, con
   } else {
     p.max_tokens = std::min(model.n_ctx - n_prompt, model.max_tokens);
   }
+  // Last of the checks: compiling a schema's grammar is the costliest.
+  auto format = read_response_format(body, model.vocab);
+  if (auto* e = std::get_if<ApiError>(&format)) return *e;
+  p.grammar.tables = std::get<std::shared_ptr<const runtime::grammar::TokenTables>>(std::move(format));
   return job;
 }
 

@@ -16,7 +16,9 @@
 
 namespace cera::server {
 
-using Json = nlohmann::json;
+// Ordered: objects keep the order they were sent in (a JSON Schema's properties are the order its
+// output must follow) and responses list fields in the order they are built.
+using Json = nlohmann::ordered_json;
 
 // The body as a JSON object. Errors (400): nesting deeper than max_depth (checked before the
 // library builds anything), malformed JSON or invalid UTF-8 (with the library's position), a

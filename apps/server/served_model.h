@@ -10,6 +10,7 @@
 #include "api/engine.h"
 #include "runtime/chat/chat_template.h"
 #include "runtime/engine/engine_loop.h"
+#include "runtime/grammar/vocab_index.h"
 
 namespace cera::server {
 
@@ -24,6 +25,7 @@ struct ServedModel {
   int32_t n_ctx = 0;            // tokens per request: prompt + output
   int32_t max_tokens = 0;       // most tokens one request may generate (--max-tokens)
   bool allow_special = false;   // control-token texts in messages become control tokens (--allow-special)
+  std::shared_ptr<const runtime::grammar::VocabIndex> vocab;  // the tokenizer's, for grammars (response_format, tools)
 
   const tokenizer::Tokenizer& tokenizer() const { return engine->tokenizer(); }
 };

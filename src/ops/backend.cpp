@@ -4,6 +4,9 @@
 // download_async as a plain download.
 #include "ops/backend.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "ops/top_k.h"
@@ -71,6 +74,41 @@ void Backend::top_k(const TensorView& ids, const TensorView& values, const Tenso
   upload(ids, out_ids.data());
   upload(values, out_values.data());
   upload(lse, out_lse.data());
+}
+
+namespace {
+void apply_masks(float* logits, int64_t n_vocab, std::span<const uint32_t> masks, std::span<const int32_t> rows) {
+  const size_t n_words = static_cast<size_t>((n_vocab + 31) / 32);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    float* row = logits + rows[i] * n_vocab;
+    const uint32_t* mask = masks.data() + i * n_words;
+    for (size_t w = 0; w < n_words; ++w) {
+      const uint32_t bits = mask[w];
+      if (bits == ~0u) continue;
+      const int64_t end = std::min<int64_t>(static_cast<int64_t>(w) * 32 + 32, n_vocab);
+      for (int64_t id = static_cast<int64_t>(w) * 32; id < end; ++id) {
+        if (((bits >> (id & 31)) & 1u) == 0) row[id] = -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
+}
+}  // namespace
+
+void Backend::mask_logits(const TensorView& logits, std::span<const uint32_t> masks, std::span<const int32_t> rows) {
+  const int64_t n_vocab = logits.cols(), n_rows = logits.rows();
+  CERA_CHECK_MSG(logits.dtype == DType::kF32 && logits.packed(), "mask_logits: logits must be packed F32");
+  CERA_CHECK_MSG(masks.size() == rows.size() * static_cast<size_t>((n_vocab + 31) / 32),
+                 "mask_logits: one mask of ceil(n_vocab / 32) words per row");
+  for (int32_t r : rows) CERA_CHECK_MSG(r >= 0 && r < n_rows, "mask_logits: a row outside the logits");
+  if (rows.empty()) return;
+  if (logits.device == Device::kCpu) {
+    apply_masks(reinterpret_cast<float*>(logits.data), n_vocab, masks, rows);
+    return;
+  }
+  std::vector<float> host(static_cast<size_t>(n_vocab * n_rows));
+  download(host.data(), logits);
+  apply_masks(host.data(), n_vocab, masks, rows);
+  upload(logits, host.data());
 }
 
 }  // namespace cera::ops

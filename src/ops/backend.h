@@ -187,6 +187,12 @@ class Backend {
   // logits and selects on the host, then uploads the results.
   virtual void top_k(const TensorView& ids, const TensorView& values, const TensorView& lse,
                      const TensorView& logits, const TopKParams& params);
+  // Forbids tokens before sampling (grammars): for each i, every id of logits [n_vocab, n_rows]
+  // (F32) column rows[i] whose bit is clear in masks[i * n_words, (i + 1) * n_words) (bit id % 32
+  // of word id / 32, n_words = ceil(n_vocab / 32)) becomes -inf, which top_k's softcap keeps at
+  // -inf. masks and rows are host arrays, copied at the call (the caller may reuse them at once).
+  // The default body works in place for host memory, else through a download and an upload.
+  virtual void mask_logits(const TensorView& logits, std::span<const uint32_t> masks, std::span<const int32_t> rows);
 
   // --- optional verbs (see Feature) -------------------------------------------------------
   virtual bool supports(Feature) const { return false; }

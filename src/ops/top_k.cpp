@@ -15,7 +15,8 @@ float select_top_k(std::span<const float> logits, const TopKParams& params, std:
   CERA_CHECK(k >= 1 && k <= n && static_cast<size_t>(k) <= ids.size() && static_cast<size_t>(k) <= values.size());
   std::vector<float> v(logits.begin(), logits.end());
   if (params.softcap > 0.0f) {
-    for (float& x : v) x = params.softcap * std::tanh(x / params.softcap);
+    // A masked logit (Backend::mask_logits: -inf) stays forbidden.
+    for (float& x : v) x = std::isinf(x) && x < 0 ? x : params.softcap * std::tanh(x / params.softcap);
   }
   std::vector<int32_t> order(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) order[i] = i;

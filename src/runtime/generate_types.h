@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,10 @@
 #include "runtime/sampler.h"
 
 namespace cera::runtime {
+
+namespace grammar {
+class TokenTables;
+}
 
 enum class StopReason { kEndOfGeneration, kMaxTokens, kStopString, kCancelled, kContextFull };
 
@@ -31,6 +36,9 @@ struct GenerateOptions {
   SamplingParams sampling;
   std::vector<std::string> stop;  // generation ends before any of these strings is emitted
   bool stop_at_end_of_generation = true;
+  // Constrains the reply to the grammar (RequestParams::grammar: grammar/prepare.h makes them for
+  // a tokenizer); null: free text.
+  std::shared_ptr<const grammar::TokenTables> grammar;
 };
 
 // Counters since a conversation was created (prompt = tokens evaluated; generation = sampled

@@ -119,7 +119,12 @@ std::optional<int32_t> Sampler::cut_and_draw(bool complete) {
     r -= c.p;
     if (r < 0) return c.id;
   }
-  return cand_.back().id;  // rounding left r a hair above zero
+  // Rounding left r a hair above zero: the last token that has any probability (a masked one,
+  // at -inf, has none).
+  for (auto it = cand_.rbegin(); it != cand_.rend(); ++it) {
+    if (it->p > 0) return it->id;
+  }
+  return cand_.front().id;
 }
 
 }  // namespace cera::runtime

@@ -70,5 +70,35 @@ TEST(TopK, HostBodyMatchesAFullSort) {
   }
 }
 
+// Backend::mask_logits' host body: -inf exactly where a row's bit is clear, other rows untouched;
+// select_top_k keeps -inf at -inf under a softcap (a forbidden token stays forbidden).
+TEST(MaskLogits, HostBodyForbidsExactlyTheClearedBits) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  const int64_t n = 70, rows = 3;
+  std::vector<float> logits(size_t(n * rows));
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = float(i % 13) - 6.0f;
+  const std::vector<float> before = logits;
+  const TensorView view = make_view(reinterpret_cast<std::byte*>(logits.data()), DType::kF32, {n, rows, 1, 1}, Device::kCpu);
+  const std::vector<uint32_t> masks = {0x5u, 0u, 0x80000000u};  // row 2: ids 0, 2 and 95 (outside: none)
+  const std::vector<int32_t> masked = {2};
+  backend->mask_logits(view, masks, masked);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t id = 0; id < n; ++id) {
+      const float got = logits[size_t(r * n + id)];
+      if (r != 2 || id == 0 || id == 2) {
+        EXPECT_EQ(got, before[size_t(r * n + id)]) << r << " " << id;
+      } else {
+        EXPECT_TRUE(std::isinf(got) && got < 0) << r << " " << id;
+      }
+    }
+  }
+  std::vector<int32_t> ids(3);
+  std::vector<float> values(3);
+  select_top_k(std::span(logits).subspan(size_t(2 * n), size_t(n)), {.k = 3, .softcap = 5.0f}, ids, values);
+  EXPECT_TRUE(std::isinf(values[2]) && values[2] < 0);
+  EXPECT_EQ(std::min(ids[0], ids[1]), 0);
+  EXPECT_EQ(std::max(ids[0], ids[1]), 2);
+}
+
 }  // namespace
 }  // namespace cera::ops

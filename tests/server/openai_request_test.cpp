@@ -3,6 +3,7 @@
 // renders it: defaults, field types and ranges named in errors, null as absent, unknown fields
 // ignored, the length rules, refused features, and the body's nesting and UTF-8 checks.
 #include "openai_request.h"
+#include "runtime/grammar/grammar.h"
 
 #include <gtest/gtest.h>
 
@@ -27,7 +28,8 @@ class OpenAiRequestTest : public ::testing::Test {
                              .special = runtime::chat::special_token_texts(engine_->tokenizer()),
                              .id = "smol",
                              .n_ctx = 256,
-                             .max_tokens = 200};
+                             .max_tokens = 200,
+                             .vocab = runtime::grammar::VocabIndex::from_tokenizer(engine_->tokenizer())};
   }
   static void TearDownTestSuite() {
     delete model_;
@@ -151,7 +153,15 @@ TEST_F(OpenAiRequestTest, WrongTypesAndRangesNameTheField) {
       {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content[0].type"},
       {R"({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]})", "tools"},
-      {R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"messages": [{"role": "user", "content": "hi"}], "response_format": "json"})", "response_format"},
+      {R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "xml"}})", "response_format.type"},
+      {R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {}})", "response_format.type"},
+      {R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}})",
+       "response_format.json_schema"},
+      {R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema",
+          "json_schema": {"schema": {"type": "object"}}}})", "response_format.json_schema.name"},
+      {R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema",
+          "json_schema": {"name": "x", "schema": 3}}})", "response_format.json_schema.schema"},
   };
   for (const Case& c : cases) {
     const ApiError e = error(chat(c.body));
@@ -214,6 +224,38 @@ TEST_F(OpenAiRequestTest, BodyNestingAndEncodingAreChecked) {
   const auto not_object = parse_request_body("[1]", 64);
   ASSERT_TRUE(std::holds_alternative<ApiError>(not_object));
   EXPECT_NE(std::get<ApiError>(not_object).message.find("an array"), std::string::npos);
+}
+
+// response_format: text is free; json_object and json_schema give the tables of the grammar the
+// JSON Schema converter makes (its masks are checked against references in tests/runtime/grammar),
+// here checked on a sentence each; a schema cera cannot enforce is refused naming its keyword.
+TEST_F(OpenAiRequestTest, ResponseFormatBecomesTheRequestsGrammar) {
+  EXPECT_EQ(job(chat(R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "text"}})"))
+                .params.grammar.tables,
+            nullptr);
+  const auto accepts = [](const std::shared_ptr<const runtime::grammar::TokenTables>& t, const std::string& text) {
+    runtime::grammar::ByteMatcher m(t->grammar_ptr());
+    return m.accept(text) && m.can_end();
+  };
+  const auto object = job(chat(R"({"messages": [{"role": "user", "content": "hi"}],
+                                   "response_format": {"type": "json_object"}})")).params.grammar.tables;
+  ASSERT_NE(object, nullptr);
+  EXPECT_TRUE(accepts(object, R"({"a":[1,{"b":null}]})"));
+  EXPECT_FALSE(accepts(object, "[1]"));
+  const auto schema = job(chat(R"({"messages": [{"role": "user", "content": "hi"}],
+      "response_format": {"type": "json_schema", "json_schema": {"name": "person", "strict": true,
+        "schema": {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                   "required": ["name", "age"], "additionalProperties": false}}}})")).params.grammar.tables;
+  ASSERT_NE(schema, nullptr);
+  EXPECT_TRUE(accepts(schema, R"({"name":"Ada","age":36})"));
+  EXPECT_FALSE(accepts(schema, R"({"name":"Ada"})"));
+  EXPECT_FALSE(accepts(schema, R"({"name":"Ada","age":"36"})"));
+  const ApiError refused = error(chat(R"({"messages": [{"role": "user", "content": "hi"}],
+      "response_format": {"type": "json_schema", "json_schema": {"name": "x",
+        "schema": {"type": "array", "uniqueItems": true}}}})"));
+  EXPECT_EQ(refused.param, "response_format.json_schema.schema");
+  EXPECT_EQ(refused.code, "invalid_json_schema");
+  EXPECT_NE(refused.message.find("uniqueItems"), std::string::npos) << refused.message;
 }
 
 }  // namespace

@@ -23,13 +23,14 @@ import time
 
 VENV = os.path.expanduser("~/.cache/cera/grammar-ref-venv")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PACKAGES = ["llguidance==1.9.1", "gguf==0.19.0", "numpy"]
+PACKAGES = ["llguidance==1.9.1", "gguf==0.19.0", "numpy", "jsonschema", "rfc3339-validator"]
 
 
 def ensure_venv():
     try:
         import llguidance  # noqa: F401
         import gguf  # noqa: F401
+        import jsonschema  # noqa: F401  (schema_masks.py checks its instances)
         return
     except ImportError:
         pass

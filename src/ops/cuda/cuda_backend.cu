@@ -268,6 +268,13 @@ class CudaBackend final : public Backend {
              const TopKParams& params) override {
     runner_->run({.verb = Verb::kTopK, .out = ids, .a = logits, .b = values, .c = lse, .f = params.softcap, .n = params.k});
   }
+  void mask_logits(const TensorView& logits, std::span<const uint32_t> masks, std::span<const int32_t> rows) override {
+    if (rows.empty()) return;
+    Call c{.verb = Verb::kMaskLogits, .out = logits};
+    c.i[0] = std::span(reinterpret_cast<const int32_t*>(masks.data()), masks.size());
+    c.i[1] = rows;
+    runner_->run(c);
+  }
   // Rare (prefix reuse, context shift): launched eagerly after what is logged.
   void kv_copy(const KvLayer& layer, std::span<const int32_t> src_slots,
                std::span<const int32_t> dst_slots) override {

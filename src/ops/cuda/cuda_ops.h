@@ -96,6 +96,10 @@ void kv_copy(CudaContext& ctx, const KvLayer& layer, std::span<const int32_t> sr
 void kv_rerotate(CudaContext& ctx, const KvLayer& layer, std::span<const int32_t> slots, int32_t delta,
                  int32_t head_dim, const RopeParams& params);
 
+// Backend::mask_logits on the device (mask_logits.cu).
+void mask_logits(CudaContext& ctx, const TensorView& logits, std::span<const uint32_t> masks,
+                 std::span<const int32_t> rows);
+
 // Backend::top_k on the device (top_k.cu).
 void top_k(CudaContext& ctx, const TensorView& ids, const TensorView& values, const TensorView& lse,
            const TensorView& logits, const TopKParams& params);

@@ -29,7 +29,9 @@ class HostTimer {
   std::chrono::steady_clock::time_point t0_;
 };
 
-constexpr uint64_t kArenaBytes = 1ull << 20;      // two halves of host arrays (decode needs a few KB a log)
+// Two halves of host arrays: decode needs a few KB a log, grammar masks 6 KB (a 49k vocabulary)
+// to 32 KB (262k) a constrained row; a log whose arrays do not fit runs eagerly.
+constexpr uint64_t kArenaBytes = 8ull << 20;
 constexpr uint64_t kHalfBytes = kArenaBytes / 2;  // one log's room
 // Executable graphs kept (LRU). The arena half is part of a log's topology, so a decode shape
 // alternating between the halves keeps two graphs (two replays, no cudaGraphExecUpdate per
@@ -113,6 +115,9 @@ void write_call(SigWriter& w, const Call& c, const std::byte* arena) {
     case Verb::kMatmulExperts: w.view(c.out); w.view(c.a); w.view(c.b); w.view(c.c); break;
     case Verb::kMoeCombine: w.view(c.out); w.view(c.a); w.view(c.b); break;
     case Verb::kTopK: w.view(c.out); w.view(c.a); w.view(c.b); w.view(c.c); w.f32(c.f); w.put(uint64_t(c.n), true); break;
+    case Verb::kMaskLogits:
+      w.view(c.out); w.put(c.i[1].size(), true); w.array(c.i[0], arena); w.array(c.i[1], arena);
+      break;
   }
 }
 
@@ -127,7 +132,8 @@ bool skipped(Verb v) {
         {"embed", Verb::kEmbed}, {"embed_ids", Verb::kEmbedIds}, {"matmul", Verb::kMatmul},
         {"rms_norm", Verb::kRmsNorm}, {"rope", Verb::kRope}, {"gated_activation", Verb::kGatedActivation},
         {"add_scaled", Verb::kAddScaled}, {"scale", Verb::kScale},
-        {"kv_store", Verb::kKvStore}, {"attention", Verb::kAttention}, {"top_k", Verb::kTopK}};
+        {"kv_store", Verb::kKvStore}, {"attention", Verb::kAttention}, {"top_k", Verb::kTopK},
+        {"mask_logits", Verb::kMaskLogits}};
     uint32_t m = 0;
     const std::string list = std::string(",") + e + ",";
     for (const auto& [name, verb] : kNames) {
@@ -166,6 +172,9 @@ void execute(CudaContext& ctx, const Call& c) {
     case Verb::kMatmulExperts: matmul_experts(ctx, c.out, c.a, c.b, c.c); break;
     case Verb::kMoeCombine: moe_combine(ctx, c.out, c.a, c.b); break;
     case Verb::kTopK: top_k(ctx, c.out, c.b, c.c, c.a, TopKParams{.k = c.n, .softcap = c.f}); break;
+    case Verb::kMaskLogits:
+      mask_logits(ctx, c.out, std::span(reinterpret_cast<const uint32_t*>(c.i[0].data()), c.i[0].size()), c.i[1]);
+      break;
   }
 }
 

@@ -27,7 +27,7 @@ namespace cera::ops::cuda {
 
 enum class Verb : uint8_t {
   kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention, kTopK,
-  kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine, kEmbedIds,
+  kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine, kEmbedIds, kMaskLogits,
 };
 
 // One verb call with its arguments by value. Views by verb: embed (out, a = table); embed_ids
@@ -35,7 +35,8 @@ enum class Verb : uint8_t {
 // a = weight, b = x, c = bias or null data); rms_norm (out, a = x, b = weight); rope (out = x);
 // gated_activation (out, a = gate, b = up); add_scaled (out, a, b); scale (out = x);
 // kv_store (a = k, b = v); attention (out, a = q); top_k (out = ids, a = logits, b = values,
-// c = lse, f = softcap, n = k). Host arrays: embed tokens = i[0]; rope
+// c = lse, f = softcap, n = k); mask_logits (out = logits; masks = i[0] as words, rows = i[1]).
+// Host arrays: embed tokens = i[0]; rope
 // positions = i[0] (freq_factors in rope); kv_store slots = i[0]; attention positions, token_seq,
 // block_tables, table_offset = i[0..3].
 // Optional verbs: short_conv (out, a = bcx, b = kernel, c = state); moe_route (out = ids,

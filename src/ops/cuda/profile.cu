@@ -26,6 +26,7 @@ const char* verb_name(Verb v) {
     case Verb::kMoeRoute: return "moe_route";
     case Verb::kMatmulExperts: return "matmul_experts";
     case Verb::kMoeCombine: return "moe_combine";
+    case Verb::kMaskLogits: return "mask_logits";
   }
   return "?";
 }

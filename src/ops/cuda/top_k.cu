@@ -41,7 +41,10 @@ struct RoundParams {
   float softcap;
 };
 
-__device__ __forceinline__ float transform(float x, float cap) { return cap > 0.0f ? cap * tanhf(x / cap) : x; }
+// A masked logit (mask_logits: -inf) stays -inf under the softcap.
+__device__ __forceinline__ float transform(float x, float cap) {
+  return cap > 0.0f && x != -INFINITY ? cap * tanhf(x / cap) : x;
+}
 
 template <bool kFirst, bool kArgmax>
 __global__ void __launch_bounds__(kThreads) top_k_round(const __grid_constant__ RoundParams p) {

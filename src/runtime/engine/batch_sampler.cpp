@@ -16,7 +16,8 @@ namespace {
 
 // As Backend::top_k (ops/top_k.cpp) and model::apply_logit_softcap compute it, so that a raw
 // logit read here equals the candidate value top_k returns for it.
-float softcapped(float x, float cap) { return cap > 0.0f ? cap * std::tanh(x / cap) : x; }
+// A masked logit (-inf: Backend::mask_logits) stays -inf.
+float softcapped(float x, float cap) { return cap > 0.0f && !(std::isinf(x) && x < 0) ? cap * std::tanh(x / cap) : x; }
 
 constexpr int32_t kMaxTopK = ops::TopKParams::kMaxTopK;
 
@@ -103,6 +104,17 @@ void BatchSampler::sample(const TensorView& logits, float softcap, std::span<con
   CERA_CHECK_MSG(n <= max_rows_ && logits.dtype == DType::kF32 && logits.cols() == n_vocab_ && logits.rows() == n &&
                      logits.packed(),
                  "batch sampler: logits must be packed F32 [n_vocab, n_rows] with n_rows <= max_rows");
+  // Grammar masks first: every stage below reads the masked logits.
+  const size_t n_words = static_cast<size_t>((n_vocab_ + 31) / 32);
+  masks_.clear();
+  mask_rows_.clear();
+  for (int64_t r = 0; r < n; ++r) {
+    if (rows[r].allowed.empty()) continue;
+    CERA_CHECK_MSG(rows[r].allowed.size() == n_words, "batch sampler: a mask of ceil(n_vocab / 32) words");
+    masks_.insert(masks_.end(), rows[r].allowed.begin(), rows[r].allowed.end());
+    mask_rows_.push_back(static_cast<int32_t>(r));
+  }
+  if (!mask_rows_.empty()) backend_->mask_logits(logits, masks_, mask_rows_);
   const int32_t cap = std::min(kMaxTopK, n_vocab_);
   std::vector<Plan> plans(rows.size());
   int32_t k = 0;  // the step's: the largest any row asks for
@@ -245,6 +257,7 @@ void BatchSampler::sample(const TensorView& logits, float softcap, std::span<con
     auto logprob = [&](float raw) { return std::min(0.0f, raw - lse[r]); };
     TokenLogprobs lp{.chosen = {.token = out[r].token, .logprob = logprob(p.chosen_raw)}};
     for (int32_t j = 0; j < rows[r].top_logprobs; ++j) {
+      if (std::isinf(values[r * k + j])) break;  // a grammar forbids the rest (masked: -inf)
       lp.top.push_back({.token = ids[r * k + j], .logprob = logprob(values[r * k + j])});
     }
     out[r].logprobs = std::move(lp);

@@ -5,6 +5,10 @@
 // candidates cannot decide, a bias on a chain without a top-k cut). The one decision: a row only
 // ever looks at the first k_row candidates it asked for, never at the step's larger k, so what it
 // draws cannot depend on the other rows of its batch.
+// Grammar masks (SampleRow::allowed) are applied on the device before anything else
+// (Backend::mask_logits), so every later stage sees forbidden tokens at -inf: candidates, the
+// log-sum-exp (log-probabilities are then those of the distribution over the allowed tokens,
+// as vLLM reports them under structured output), a row read back whole, a bias.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,9 @@ struct SampleRow {
   const std::map<int32_t, float>* logit_bias = nullptr;  // null or empty: none
   bool logprobs = false;
   int32_t top_logprobs = 0;  // <= kMaxTopLogprobs
+  // The tokens this row may draw: ceil(n_vocab / 32) words, bit id % 32 of word id / 32; empty:
+  // every token. At least one bit must be set.
+  std::span<const uint32_t> allowed;
 };
 
 struct SampledToken {
@@ -83,6 +90,8 @@ class BatchSampler {
   };
   ArgmaxSlot argmax_[2];
   std::vector<int32_t> pick_host_;              // what top_k wrote, read back
+  std::vector<uint32_t> masks_;                 // the step's masks, [n_masked][words], and their rows
+  std::vector<int32_t> mask_rows_;
   std::vector<float> row_;                      // one whole row, softcapped
   std::vector<float> work_;                     // row_ with the bias
   BatchSamplerStats stats_;

@@ -15,13 +15,17 @@
 #include <string>
 
 #include "core/check.h"
+#include "runtime/grammar/token_matcher.h"
 #include "runtime/stop_strings.h"
 
 namespace cera::runtime {
 
 struct EngineLoop::Live {
   Live(RequestParams p, const tokenizer::Tokenizer& tokenizer)
-      : params(std::move(p)), tokens(params.prompt), sampler(params.sampling), decoder(tokenizer) {}
+      : params(std::move(p)), tokens(params.prompt), sampler(params.sampling), decoder(tokenizer) {
+    if (params.grammar.tables != nullptr && params.grammar.trigger_tokens.empty()) start_grammar();
+  }
+  void start_grammar() { matcher = std::make_unique<grammar::TokenMatcher>(params.grammar.tables); }
   std::shared_ptr<detail::RequestShared> shared = std::make_shared<detail::RequestShared>();
   RequestParams params;
   std::vector<int32_t> tokens;  // [n_tokens] prompt + output so far
@@ -33,6 +37,11 @@ struct EngineLoop::Live {
   bool admitted_before = false;  // n_cached_tokens counts the first admission only
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point first_token;  // set with the first generated token
+  // With params.grammar, once it constrains (at once, or after a trigger token): the matcher
+  // follows every generated token; mask is its allowed set for the row being sampled.
+  std::unique_ptr<grammar::TokenMatcher> matcher;
+  std::vector<uint32_t> mask;  // [ceil(n_vocab / 32)]
+  bool mask_empty = false;     // the grammar allowed no token of the vocabulary for this row
 };
 
 // Called from Scheduler::schedule(), i.e. on the loop's thread with mu_ held: it may read live_
@@ -137,6 +146,21 @@ Status EngineLoop::validate(const RequestParams& params) const {
                             std::to_string(max_top));
   }
   if (params.top_logprobs > 0 && !params.logprobs) return invalid_argument("top_logprobs needs logprobs");
+  if (const GrammarConstraint& g = params.grammar; g.tables != nullptr) {
+    if (g.tables->vocab().n_vocab() != tokenizer_.n_vocab()) {
+      return invalid_argument("the grammar was prepared for a vocabulary of " + std::to_string(g.tables->vocab().n_vocab()) +
+                              " tokens, this model's tokenizer has " + std::to_string(tokenizer_.n_vocab()) +
+                              ": build its tables from this model's tokenizer");
+    }
+    for (int32_t t : g.trigger_tokens) {
+      if (t < 0 || t >= n_vocab_) {
+        return invalid_argument("grammar trigger token " + std::to_string(t) + " is outside the vocabulary of " +
+                                std::to_string(n_vocab_));
+      }
+    }
+  } else if (!params.grammar.trigger_tokens.empty()) {
+    return invalid_argument("grammar trigger tokens were given without a grammar");
+  }
   if (params.context_shift.n_keep < 0) {
     return invalid_argument("context_shift.n_keep is " + std::to_string(params.context_shift.n_keep) + ": it must be >= 0");
   }
@@ -340,7 +364,8 @@ bool EngineLoop::argmax_rows(const Work& work) const {
     const Live* l = work.rows[i];
     if (l == nullptr || !work.plan.chunks[i].output) return false;
     const RequestParams& p = l->params;
-    if (!l->sampler.argmax_only() || p.logprobs || !p.logit_bias.empty()) return false;
+    // A grammar masks its row (or may start to, at a trigger token) on the host's say each step.
+    if (!l->sampler.argmax_only() || p.logprobs || !p.logit_bias.empty() || p.grammar.tables != nullptr) return false;
   }
   return true;
 }
@@ -393,21 +418,40 @@ std::optional<EngineLoop::Work> EngineLoop::plan_ahead(const Work& work) {
 
 void EngineLoop::sample_rows(const Work& work) {
   sample_rows_.clear();
+  // The masks are computed here, after the step's forward was issued: on a device that overlaps
+  // the host (CUDA) this host work runs while the forward does.
+  const auto mask_start = std::chrono::steady_clock::now();
+  int64_t n_masked = 0;
+  const size_t n_words = static_cast<size_t>((n_vocab_ + 31) / 32);
   for (size_t i = 0; i < work.rows.size(); ++i) {
     if (!work.plan.chunks[i].output) continue;
     Live& l = *work.rows[i];
+    std::span<const uint32_t> allowed;
+    if (l.matcher != nullptr) {
+      l.mask.assign(n_words, 0u);
+      l.matcher->fill_mask(l.mask);
+      l.mask_empty = std::all_of(l.mask.begin(), l.mask.end(), [](uint32_t w) { return w == 0; });
+      // An empty mask cannot be sampled from: the row draws unmasked and take_token ends it.
+      if (!l.mask_empty) allowed = l.mask;
+      ++n_masked;
+    }
     sample_rows_.push_back({.sampler = &l.sampler,
                             .history = l.tokens,
                             .logit_bias = &l.params.logit_bias,
                             .logprobs = l.params.logprobs,
-                            .top_logprobs = l.params.top_logprobs});
+                            .top_logprobs = l.params.top_logprobs,
+                            .allowed = allowed});
   }
+  const double mask_seconds =
+      n_masked > 0 ? std::chrono::duration<double>(std::chrono::steady_clock::now() - mask_start).count() : 0.0;
   const BatchSamplerStats before = batch_sampler_.stats();
   const model::Model::DeviceLogits dl = model_->device_logits();
   batch_sampler_.sample(dl.view, dl.softcap, sample_rows_, sampled_);
   const BatchSamplerStats& after = batch_sampler_.stats();
   std::lock_guard lock(mu_);
   stats_.n_sampled += static_cast<int64_t>(sample_rows_.size());
+  stats_.n_masked_rows += n_masked;
+  stats_.mask_seconds += mask_seconds;
   stats_.n_top_k_calls += after.n_top_k_calls - before.n_top_k_calls;
   stats_.n_rows_read_back += after.n_rows_read_back - before.n_rows_read_back;
 }
@@ -509,6 +553,20 @@ void EngineLoop::emit(Live& l, size_t n) {
 
 void EngineLoop::take_token(Live& l, SampledToken& sampled, bool counted) {
   const int32_t token = sampled.token;
+  if (l.matcher != nullptr) {
+    if (l.mask_empty || !l.matcher->accept_token(token)) {
+      finish(l, FinishReason::kError,
+             l.mask_empty ? invalid_argument("the grammar allows no token of this model's vocabulary after " +
+                                             std::to_string(l.result.tokens.size()) + " generated tokens")
+                          : Status(ErrorCode::kInternal,
+                                   "engine loop: the grammar refused sampled token " + std::to_string(token)));
+      return;
+    }
+    if (l.matcher->ended()) {  // an end-of-generation token where the grammar may end
+      finish(l, FinishReason::kEndOfGeneration);
+      return;
+    }
+  }
   if (l.params.stop_at_end_of_generation && tokenizer_.is_end_of_generation(token)) {
     finish(l, FinishReason::kEndOfGeneration);
     return;
@@ -520,6 +578,10 @@ void EngineLoop::take_token(Live& l, SampledToken& sampled, bool counted) {
   if (sampled.logprobs) {
     if (l.params.on_logprobs) l.params.on_logprobs(*sampled.logprobs);
     l.result.logprobs.push_back(std::move(*sampled.logprobs));
+  }
+  if (l.matcher == nullptr && l.params.grammar.tables != nullptr) {
+    const std::vector<int32_t>& triggers = l.params.grammar.trigger_tokens;
+    if (std::find(triggers.begin(), triggers.end(), token) != triggers.end()) l.start_grammar();
   }
   l.decoder.push(token, l.held);
   bool stopped = false;

@@ -22,6 +22,10 @@
 // computes only the rest; the blocks each forward completes are published once it succeeded. A
 // preempted request publishes what it computed and may resume from it. Sliding-window and
 // recurrent layers resume exactly (KvCacheConfig::prefix_cache says how).
+// Grammars (RequestParams::grammar): rows with and without one share a step. Each constrained
+// row's mask comes from its TokenMatcher on the loop's thread after the step's forward is issued
+// (so on CUDA it overlaps the forward), and BatchSampler applies it on the device before top_k;
+// such rows never take the overlapped argmax path, since their next mask needs the token.
 #pragma once
 
 #include <condition_variable>
@@ -76,6 +80,9 @@ struct EngineLoopStats {
   int64_t n_steps_ahead = 0;      // steps queued before the previous step's tokens were read back
   int64_t n_rows_discarded = 0;   // rows of such steps whose request ended on the token before
   int64_t n_context_shifts = 0;
+  // Grammars: output rows sampled under a mask, and the host seconds spent computing the masks.
+  int64_t n_masked_rows = 0;
+  double mask_seconds = 0;
   // Prefix cache (0 without it): admissions (first and after preemption) that looked it up, those
   // that started on cached blocks, the tokens looked up and the tokens taken from it.
   int64_t n_prefix_queries = 0;

@@ -88,6 +88,7 @@ Result<GenerateResult> LoopSession::generate(const GenerateOptions& options, con
                   .stop = options.stop,
                   .stop_at_end_of_generation = options.stop_at_end_of_generation};
   if (sink) p.on_text = [&sink](std::string_view text) { sink(text); };
+  p.grammar.tables = options.grammar;
   p.context_shift = {.enabled = options_.context_shift, .n_keep = n_keep_};
   cancel_requested_.store(false);
   CERA_ASSIGN_OR_RETURN(const RequestHandle h, loop_->submit(std::move(p)));

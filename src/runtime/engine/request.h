@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runtime/grammar/token_tables.h"
 #include "runtime/sampler.h"
 
 namespace cera::runtime {
@@ -81,6 +82,19 @@ struct ContextShift {
   int32_t n_keep = 0;  // >= 0; at most the context minus one is kept
 };
 
+// Constrained decoding: each generated token must continue a sentence of the grammar, and an
+// end-of-generation token is allowed only where the sentence may end. The tables are the
+// grammar's over the model's vocabulary (grammar::token_tables_for with the tokenizer's
+// VocabIndex; precompute_all() before submitting keeps the first steps fast); the loop keeps a
+// TokenMatcher per request and masks its row on the device before sampling.
+struct GrammarConstraint {
+  std::shared_ptr<const grammar::TokenTables> tables;  // null: no constraint
+  // Empty: the grammar constrains from the first generated token. Else the output is free until
+  // one of these tokens is generated (a tool-call marker), and the grammar constrains what
+  // follows it ("lazy" constraint; the marker itself is not part of the grammar's sentence).
+  std::vector<int32_t> trigger_tokens;
+};
+
 struct RequestParams {
   std::vector<int32_t> prompt;  // [n_prompt] ids, BOS included when wanted; not empty
   SamplingParams sampling;      // its seed starts this request's own RNG stream
@@ -101,6 +115,9 @@ struct RequestParams {
   // LoRA adapter, a per-user salt so that timing cannot reveal another user's prompt).
   uint64_t cache_salt = 0;
   ContextShift context_shift;
+  // With a grammar, reaching its end finishes the request with kEndOfGeneration even under
+  // stop_at_end_of_generation = false (nothing may follow a complete sentence but the end).
+  GrammarConstraint grammar;
 };
 
 struct RequestResult {

@@ -1,6 +1,7 @@
 // Reads tests/fixtures/grammar/corpus.gbnf (the grammars) and llguidance_masks.txt (walks of
 // token ids with llguidance's allowed set before each token), both written by
-// tools/grammar/reference_masks.py. Shared by the fixture test and the mask benchmark.
+// tools/grammar/reference_masks.py; llguidance_schema_masks.txt (same format) is written by
+// tools/grammar/schema_masks.py. Shared by the fixture tests and the mask benchmarks.
 #pragma once
 
 #include <cstdint>
@@ -53,10 +54,10 @@ inline std::vector<uint32_t> split_u32(const std::string& s) {
   return out;
 }
 
-inline MaskFixture load_mask_fixture() {
+// The walks and masks of one fixture file (path relative to the source tree); grammars empty.
+inline MaskFixture load_mask_file(const std::string& relative) {
   MaskFixture f;
-  f.grammars = load_corpus();
-  std::ifstream in(cera::test::source_dir() / "tests/fixtures/grammar/llguidance_masks.txt");
+  std::ifstream in(cera::test::source_dir() / relative);
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -100,6 +101,12 @@ inline MaskFixture load_mask_fixture() {
     }
   }
   f.loaded = f.n_vocab > 0 && !f.walks.empty();
+  return f;
+}
+
+inline MaskFixture load_mask_fixture() {
+  MaskFixture f = load_mask_file("tests/fixtures/grammar/llguidance_masks.txt");
+  f.grammars = load_corpus();
   return f;
 }
 

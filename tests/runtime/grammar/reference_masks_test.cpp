@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <set>
 
+#include "mask_compare.h"
 #include "mask_fixture.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/grammar/token_matcher.h"
@@ -21,39 +22,9 @@
 namespace cera::runtime::grammar {
 namespace {
 
-std::string printable(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7F && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
-// The bytes that must come next: followed while exactly one byte is possible and the input may
-// not end there.
-std::string forced_continuation(const ByteMatcher& at) {
-  std::string out;
-  ByteMatcher m = at;
-  for (int guard = 0; guard < 256 && !m.can_end(); ++guard) {
-    int count = 0;
-    char only = 0;
-    for (int b = 0; b < 256 && count < 2; ++b) {
-      ByteMatcher probe = m;
-      const char c = static_cast<char>(b);
-      if (probe.accept(std::string_view(&c, 1))) ++count, only = c;
-    }
-    if (count != 1) break;
-    out += only;
-    m.accept(std::string_view(&only, 1));
-  }
-  return out;
-}
+using test::allowed_ids;
+using test::forced_continuation;
+using test::printable;
 
 // `text` with every bare `.` (outside literals, classes and comments) written as [^\n], or ""
 // when it has none.
@@ -81,14 +52,6 @@ std::string dot_as_llguidance(const std::string& text) {
     }
   }
   return changed ? out : std::string();
-}
-
-std::vector<int32_t> allowed_ids(const std::vector<uint32_t>& mask, int32_t n_vocab) {
-  std::vector<int32_t> out;
-  for (int32_t id = 0; id < n_vocab; ++id) {
-    if ((mask[id >> 5] >> (id & 31)) & 1) out.push_back(id);
-  }
-  return out;
 }
 
 TEST(GrammarReference, MasksEqualLlguidance) {
