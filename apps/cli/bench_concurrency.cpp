@@ -21,6 +21,7 @@
 #include "arg_checks.h"
 #include "decode_cost.h"
 #include "output.h"
+#include "text_input.h"
 #include "runtime/engine/engine_loop.h"
 
 namespace cera::cli {
@@ -45,6 +46,7 @@ struct TokenEvent {
 
 struct Workload {
   int32_t n_requests, n_prompt, n_gen, shared_prefix, n_vocab;
+  std::shared_ptr<const runtime::grammar::TokenTables> grammar;  // null: free
 };
 
 struct RunResult {
@@ -56,6 +58,8 @@ struct RunResult {
   // Prefix cache: prompt tokens taken from it, tokens looked up (admissions, re-admissions after
   // preemption too), admissions that hit and admissions.
   int64_t cached_tokens = 0, query_tokens = 0, hits = 0, queries = 0;
+  int64_t masked_rows = 0;  // rows sampled under a grammar's mask, and the host time of the masks
+  double mask_ms = 0;
   double hit_rate() const { return query_tokens > 0 ? 100.0 * static_cast<double>(cached_tokens) / query_tokens : 0.0; }
   // Steps in which every request had one row (the decode steady state).
   int64_t full_steps = 0;
@@ -118,6 +122,7 @@ RunResult run_once(runtime::EngineLoop& loop, std::mt19937& rng, const Workload&
     p.sampling = {.temperature = 0.0f};
     p.max_tokens = w.n_gen;
     p.stop_at_end_of_generation = false;  // exactly n_gen tokens each
+    p.grammar.tables = w.grammar;
   }
   std::vector<RequestTimes> times(params.size());
   std::vector<TokenEvent> events;
@@ -175,6 +180,8 @@ RunResult run_once(runtime::EngineLoop& loop, std::mt19937& rng, const Workload&
   r.query_tokens = after.n_prefix_query_tokens - before.n_prefix_query_tokens;
   r.hits = after.n_prefix_hits - before.n_prefix_hits;
   r.queries = after.n_prefix_queries - before.n_prefix_queries;
+  r.masked_rows = after.n_masked_rows - before.n_masked_rows;
+  r.mask_ms = (after.mask_seconds - before.mask_seconds) * 1e3;
   profile_steps(events, w.n_requests, r);
   return r;
 }
@@ -211,6 +218,8 @@ RunResult median_of(const std::vector<RunResult>& runs) {
   m.query_tokens = static_cast<int64_t>(med(&RunResult::query_tokens));
   m.hits = static_cast<int64_t>(med(&RunResult::hits));
   m.queries = static_cast<int64_t>(med(&RunResult::queries));
+  m.masked_rows = static_cast<int64_t>(med(&RunResult::masked_rows));
+  m.mask_ms = med(&RunResult::mask_ms);
   m.full_steps = static_cast<int64_t>(med(&RunResult::full_steps));
   m.timed_steps = static_cast<int64_t>(med(&RunResult::timed_steps));
   m.step_ms = med(&RunResult::step_ms);
@@ -309,6 +318,9 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
                                            .kv_tokens = kv_tokens,
                                            .kv_type = engine->kv_type()});
   if (!loop.ok()) fail("bench", loop.status());
+  const auto grammar_start = std::chrono::steady_clock::now();
+  const auto grammar = load_grammar_or_exit("bench", o.grammar, engine->tokenizer(), kDefaultMaxInputMiB);
+  const double grammar_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - grammar_start).count();
   const format::GgufFile& f = engine->file();
   // The header first, flushed: a stdout that cannot be written stops the bench before it runs.
   stdout_print("model: {} ({}, {:.2f} GiB)\nbackend: {}, kv cache {}\n", model.model,
@@ -319,6 +331,12 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
                "({:.1f} MiB)\n",
                o.concurrency, o.n_prompt, o.shared_prefix, o.n_gen, o.concurrency, model.batch, (*loop)->n_ctx(),
                kv_tokens, kv_bytes / 1048576.0);
+  if (grammar != nullptr) {
+    stdout_print("grammar: every request constrained by {} {} (compiled and precomputed in {:.1f} ms: {} token tables)\n",
+                 o.grammar.json_schema_file.empty() ? "--grammar" : "--json-schema",
+                 o.grammar.json_schema_file.empty() ? o.grammar.grammar_file : o.grammar.json_schema_file, grammar_ms,
+                 grammar->table_count());
+  }
   stdout_flush();
   fail_if_stdout_failed();
 
@@ -327,7 +345,8 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
                    .n_prompt = o.n_prompt,
                    .n_gen = o.n_gen,
                    .shared_prefix = o.shared_prefix,
-                   .n_vocab = std::min(engine->model().hparams().n_vocab, engine->tokenizer().n_vocab())};
+                   .n_vocab = std::min(engine->model().hparams().n_vocab, engine->tokenizer().n_vocab()),
+                   .grammar = grammar};
   std::mt19937 rng(42);
   run_once(**loop, rng, w);  // warm-up (page faults, caches, thread pool), discarded as in the single bench
   stdout_print("\n| {:<6} | {:>8} | {:>9} | {:>10} | {:>10} | {:>8} | {:>8} | {:>7} | {:>7} | {:>8} | {:>8} | {:>7} | {:>5} "
@@ -362,6 +381,11 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
                                  "after a forward computed them takes those from the cache",
                                  o.shared_prefix, o.shared_prefix / kBlockSize, kBlockSize)
                    : std::string());
+  if (m.masked_rows > 0) {
+    stdout_print("grammar masks: {} rows a run sampled under a mask; the loop's thread spent {:.2f} ms a run computing "
+                 "them ({:.2f} us a row), median\n",
+                 m.masked_rows, m.mask_ms, m.mask_ms * 1e3 / static_cast<double>(m.masked_rows));
+  }
   if (m.full_steps > 0) {
     stdout_print("steps in which all {} requests had a row: {} a run, {}", o.concurrency, m.full_steps,
                  m.timed_steps > 0 ? fmt::format("median {:.4g} ms each", m.step_ms)

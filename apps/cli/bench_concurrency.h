@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "grammar_options.h"
 #include "model_options.h"
 
 namespace cera::cli {
@@ -22,6 +23,9 @@ struct ConcurrencyBenchOptions {
   // (TFLOP/s), and the run's share of it.
   double roofline_gbs = 0;
   double roofline_tflops = 0;
+  // --grammar / --json-schema: every request is constrained by it (its sentences must be long
+  // enough for --gen tokens: a request that ends early fails the bench).
+  GrammarOptions grammar;
 };
 
 // -c (0: the model's training context) must hold P + G; -b is the loop's tokens per step.

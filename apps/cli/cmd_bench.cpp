@@ -212,6 +212,9 @@ void register_bench(CLI::App& app) {
   needs_concurrency(cmd->add_option("--kv-tokens", c.kv_tokens,
                                     "--concurrency: KV pool in tokens (0: enough for every request; smaller: preemption)")
                         ->check(int_range(0, kInt32Max, "0: concurrency x (prompt + gen)")));
+  add_grammar_options(cmd, c.grammar);
+  needs_concurrency(cmd->get_option("--grammar"));
+  needs_concurrency(cmd->get_option("--json-schema"));
   for (const char* single : {"--n-prompt", "--n-gen", "--depth", "--no-pipeline", "--no-membw"})
     concurrency->excludes(cmd->get_option(single));
   cmd->callback([o] { bench(*o); });

@@ -15,6 +15,7 @@
 #include "arg_checks.h"
 #include "model_options.h"
 #include "runtime/chat/chat_template.h"
+#include "text_input.h"
 #include "server.h"
 
 namespace cera::cli {
@@ -31,6 +32,7 @@ struct ServeOptions {
   int http_threads = 0;  // 0: --parallel + --max-queue + 16
   std::string alias;
   bool allow_special = false;
+  std::string chat_template_file;  // replaces the file's tokenizer.chat_template
 };
 
 inline constexpr int kDefaultServeContext = 4096;
@@ -113,7 +115,13 @@ void serve(ServeOptions o) {
                              .max_tokens = o.max_tokens > 0 ? std::min(o.max_tokens, n_ctx) : n_ctx,
                              .allow_special = o.allow_special,
                              .vocab = runtime::grammar::VocabIndex::from_tokenizer(engine->tokenizer())};
-  if (auto tmpl = runtime::chat::chat_template_from_gguf(engine->file()); tmpl.ok()) {
+  if (!o.chat_template_file.empty()) {
+    auto source = read_text_input("serve", o.chat_template_file, kDefaultMaxInputMiB);
+    if (!source.ok()) fail("serve", source.status());
+    auto tmpl = runtime::chat::ChatTemplate::parse(*source);
+    if (!tmpl.ok()) fail("serve", tmpl.status().with_context("--chat-template-file " + o.chat_template_file));
+    served.chat_template = std::move(tmpl).value();
+  } else if (auto tmpl = runtime::chat::chat_template_from_gguf(engine->file()); tmpl.ok()) {
     served.chat_template = std::move(tmpl).value();
   } else {
     served.chat_template_error = tmpl.status().message();
@@ -173,6 +181,8 @@ void register_serve(CLI::App& app) {
   cmd->add_flag("--allow-special", opts->allow_special,
                 "control-token texts inside messages become control tokens (off: they stay text, so a message "
                 "cannot forge another role's turn)");
+  cmd->add_option("--chat-template-file", opts->chat_template_file,
+                  "a Jinja chat template to use instead of the model file's (tokenizer.chat_template)");
   cmd->callback([opts] { serve(*opts); });
 }
 

@@ -163,7 +163,8 @@ std::vector<int32_t> completion_prompt(FieldReader& r, const ServedModel& model)
 
 }  // namespace
 
-std::vector<int32_t> chat_prompt_tokens(const Json& messages, const ServedModel& model, FieldReader& r) {
+std::vector<int32_t> chat_prompt_tokens(const Json& messages, const ServedModel& model, FieldReader& r,
+                                        const ChatTools& tools, std::string* prompt_text) {
   if (!messages.is_array() || messages.empty()) {
     r.fail("messages", messages.is_array() ? "'messages' is empty: give at least one message"
                                            : fmt::format("'messages' must be an array of messages, not {}",
@@ -197,15 +198,28 @@ std::vector<int32_t> chat_prompt_tokens(const Json& messages, const ServedModel&
       r.fail(*mr.error());
       return {};
     }
-    if (m.contains("tool_calls") && !m["tool_calls"].is_null() && !(m["tool_calls"].is_array() && m["tool_calls"].empty())) {
-      r.fail(bad_request(fmt::format("'{}tool_calls': tool calls are not supported yet", where), where + "tool_calls",
-                         "unsupported"));
-      return {};
-    }
     const std::optional<std::string> content = message_content(m, r, where);
     if (!content) return {};
     // OpenAI's developer role is the system role of newer models; templates know "system".
-    rendered_messages.push_back(chat::make_message(*role == "developer" ? "system" : *role, *content));
+    chat::Value message = chat::make_message(*role == "developer" ? "system" : *role, *content);
+    chat::Object& fields = message.as_object();
+    if (*role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null() &&
+        !(m["tool_calls"].is_array() && m["tool_calls"].empty())) {
+      auto calls = template_tool_calls(m["tool_calls"], where + "tool_calls", r);
+      if (!calls) return {};
+      fields.set("tool_calls", std::move(*calls));
+    }
+    if (*role == "tool") {
+      const std::optional<std::string> call_id = mr.string("tool_call_id");
+      const std::optional<std::string> name = mr.string("name");
+      if (!mr.ok()) {
+        r.fail(*mr.error());
+        return {};
+      }
+      if (call_id) fields.set("tool_call_id", chat::Value(*call_id));
+      if (name) fields.set("name", chat::Value(*name));
+    }
+    rendered_messages.push_back(std::move(message));
   }
   chat::ChatContext ctx;
   ctx.messages = chat::Value(std::move(rendered_messages));
@@ -213,12 +227,15 @@ std::vector<int32_t> chat_prompt_tokens(const Json& messages, const ServedModel&
   ctx.bos_token = model.special.bos;
   ctx.eos_token = model.special.eos;
   ctx.special_tokens_in_content = model.allow_special;
+  ctx.tools = tools.for_template;
+  ctx.extra = tools.template_kwargs;
   auto prompt = model.chat_template->render_prompt(ctx, model.tokenizer());
   if (!prompt.ok()) {
     r.fail(bad_request("the model's chat template refused the messages: " + prompt.status().message(), "messages",
                        "chat_template_error"));
     return {};
   }
+  if (prompt_text != nullptr) *prompt_text = prompt->text;
   // As `cera chat`: control tokens come from the template's text only; no BOS is added (a
   // template that wants one writes bos_token itself).
   return model.tokenizer().encode(prompt->text, {.parse_special = true, .plain_ranges = prompt->plain});
@@ -238,8 +255,14 @@ std::variant<CompletionJob, ApiError> read_completion_job(Endpoint endpoint, con
   }
   // Unsupported OpenAI features are refused rather than ignored: ignoring them would silently
   // change what the client asked for.
-  if (const Json* tools = r.get("tools"); tools != nullptr && !(tools->is_array() && tools->empty()))
-    r.fail(bad_request("'tools': tool calling is not supported yet", "tools", "unsupported"));
+  ChatTools tools;
+  if (endpoint == Endpoint::kChat) {
+    auto read = read_chat_tools(body, model);
+    if (auto* e = std::get_if<ApiError>(&read)) return *e;
+    tools = std::move(std::get<ChatTools>(read));
+  } else if (const Json* t = r.get("tools"); t != nullptr && !(t->is_array() && t->empty())) {
+    r.fail(bad_request("'tools' needs /v1/chat/completions (a completion has no template to render them)", "tools"));
+  }
   if (endpoint == Endpoint::kCompletion) {
     if (r.boolean("echo").value_or(false)) r.fail(bad_request("'echo' is not supported", "echo", "unsupported"));
     if (r.string("suffix").value_or("").size() > 0) r.fail(bad_request("'suffix' is not supported", "suffix", "unsupported"));
@@ -248,10 +271,11 @@ std::variant<CompletionJob, ApiError> read_completion_job(Endpoint endpoint, con
   }
 
   // The prompt.
+  std::string prompt_text;
   if (endpoint == Endpoint::kChat) {
     const Json* messages = r.get("messages");
     if (messages == nullptr) r.fail("messages", "'messages' is missing: give the conversation");
-    else p.prompt = chat_prompt_tokens(*messages, model, r);
+    else p.prompt = chat_prompt_tokens(*messages, model, r, tools, &prompt_text);
   } else {
     p.prompt = completion_prompt(r, model);
   }
@@ -343,6 +367,10 @@ std::variant<CompletionJob, ApiError> read_completion_job(Endpoint endpoint, con
   auto format = read_response_format(body, model.vocab);
   if (auto* e = std::get_if<ApiError>(&format)) return *e;
   p.grammar.tables = std::get<std::shared_ptr<const runtime::grammar::TokenTables>>(std::move(format));
+  if (endpoint == Endpoint::kChat) {
+    job.output.id_seed = s.seed;
+    if (auto e = prepare_tool_output(tools, model, prompt_text, p, job.output)) return *e;
+  }
   return job;
 }
 

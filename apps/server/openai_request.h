@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "api_error.h"
+#include "chat_tools.h"
 #include "request_json.h"
+#include "runtime/chat/tool_calls.h"
 #include "runtime/engine/request.h"
 #include "served_model.h"
 
@@ -30,12 +32,18 @@ struct CompletionJob {
   int32_t n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // Chat: the output is split into content, reasoning_content and tool_calls (chat_tools.h)
+  // when `output.tools` or `output.reasoning`; else it is all content.
+  runtime::chat::OutputParserOptions output;
+  bool parses_output() const { return endpoint == Endpoint::kChat && (output.tools || output.reasoning); }
 };
 
 std::variant<CompletionJob, ApiError> read_completion_job(Endpoint endpoint, const Json& body, const ServedModel& model);
 
 // The token ids of a chat prompt exactly as /v1/chat/completions builds them (`messages` in
-// OpenAI's shape), for /tokenize too. Errors go to `reader`; empty on error.
-std::vector<int32_t> chat_prompt_tokens(const Json& messages, const ServedModel& model, FieldReader& reader);
+// OpenAI's shape, with the request's tools and template variables), for /tokenize too. Errors go
+// to `reader`; empty on error. `prompt_text`: the rendered prompt, when wanted.
+std::vector<int32_t> chat_prompt_tokens(const Json& messages, const ServedModel& model, FieldReader& reader,
+                                        const ChatTools& tools = {}, std::string* prompt_text = nullptr);
 
 }  // namespace cera::server

@@ -34,14 +34,37 @@ ResponseId new_response_id(Endpoint endpoint, const ServedModel& model) {
           .model = model.id};
 }
 
-Json finish_reason_json(runtime::FinishReason reason) {
+Json finish_reason_json(runtime::FinishReason reason, bool made_tool_calls) {
   switch (reason) {
     case runtime::FinishReason::kEndOfGeneration:
-    case runtime::FinishReason::kStopString: return "stop";
+    case runtime::FinishReason::kStopString: return made_tool_calls ? "tool_calls" : "stop";
     case runtime::FinishReason::kMaxTokens:
     case runtime::FinishReason::kContextFull: return "length";
     default: return nullptr;
   }
+}
+
+std::vector<Json> chat_deltas(const std::vector<runtime::chat::OutputDelta>& deltas) {
+  using Kind = runtime::chat::OutputDelta::Kind;
+  std::vector<Json> out;
+  Kind last = Kind::kToolCall;
+  for (const runtime::chat::OutputDelta& d : deltas) {
+    if (d.kind == Kind::kToolCall) {
+      out.push_back({{"tool_calls", Json::array({{{"index", d.tool_index},
+                                                   {"id", d.id},
+                                                   {"type", "function"},
+                                                   {"function", {{"name", d.name}, {"arguments", d.text}}}}})}});
+    } else {
+      const char* key = d.kind == Kind::kContent ? "content" : "reasoning_content";
+      if (!out.empty() && last == d.kind) {
+        out.back()[key] = out.back()[key].get<std::string>() + d.text;
+      } else {
+        out.push_back({{key, d.text}});
+      }
+    }
+    last = d.kind;
+  }
+  return out;
 }
 
 Json usage_json(int32_t n_prompt, int64_t n_completion, int32_t n_cached) {
@@ -100,7 +123,26 @@ Json full_response(const CompletionJob& job, const ResponseId& id, const std::ve
     if (job.params.logprobs)
       logprobs = job.endpoint == Endpoint::kChat ? chat_logprobs(r.logprobs, tokenizer)
                                                  : completion_logprobs(r.logprobs, tokenizer, 0);
-    if (job.endpoint == Endpoint::kChat) {
+    if (job.endpoint == Endpoint::kChat && job.parses_output()) {
+      runtime::chat::OutputParserOptions options = job.output;
+      options.id_seed += i;  // as the streamed choice i
+      const runtime::chat::ParsedOutput parsed = runtime::chat::parse_output(options, r.text);
+      const bool calls = !parsed.tool_calls.empty();
+      Json message = {{"role", "assistant"},
+                      {"content", parsed.content.empty() && calls ? Json(nullptr) : Json(parsed.content)}};
+      if (!parsed.reasoning.empty()) message["reasoning_content"] = parsed.reasoning;
+      if (calls) {
+        Json list = Json::array();
+        for (const runtime::chat::ParsedToolCall& c : parsed.tool_calls) {
+          list.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        }
+        message["tool_calls"] = std::move(list);
+      }
+      choices.push_back({{"index", i},
+                         {"message", std::move(message)},
+                         {"logprobs", std::move(logprobs)},
+                         {"finish_reason", finish_reason_json(r.reason, calls)}});
+    } else if (job.endpoint == Endpoint::kChat) {
       choices.push_back({{"index", i},
                          {"message", {{"role", "assistant"}, {"content", r.text}}},
                          {"logprobs", std::move(logprobs)},
@@ -126,12 +168,16 @@ Json stream_chunk(const CompletionJob& job, const ResponseId& id, const ChunkCon
   if (c.logprobs != nullptr && !c.logprobs->empty())
     logprobs = job.endpoint == Endpoint::kChat ? chat_logprobs(*c.logprobs, tokenizer)
                                                : completion_logprobs(*c.logprobs, tokenizer, c.text_offset);
-  const Json finish = c.result != nullptr ? finish_reason_json(c.result->reason) : Json(nullptr);
+  const Json finish = c.result != nullptr ? finish_reason_json(c.result->reason, c.made_tool_calls) : Json(nullptr);
   Json choice;
   if (job.endpoint == Endpoint::kChat) {
     Json delta = Json::object();
     if (c.first) delta["role"] = "assistant";
-    if (c.first || !c.text.empty()) delta["content"] = c.text;
+    if (c.delta != nullptr) {
+      for (const auto& [key, value] : c.delta->items()) delta[key] = value;
+    } else if (c.first || !c.text.empty()) {
+      delta["content"] = c.text;
+    }
     choice = {{"index", c.index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
   } else {
     choice = {{"index", c.index}, {"text", c.text}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};

@@ -22,8 +22,14 @@ struct ResponseId {
 };
 ResponseId new_response_id(Endpoint endpoint, const ServedModel& model);
 
-// "stop" or "length"; null for a cancelled or failed choice.
-Json finish_reason_json(runtime::FinishReason reason);
+// "stop" or "length" ("tool_calls" when the choice made calls and stopped); null for a
+// cancelled or failed choice.
+Json finish_reason_json(runtime::FinishReason reason, bool made_tool_calls = false);
+
+// Chat deltas for parsed output pieces: consecutive content (or reasoning) fragments merged into
+// one {"content"} ({"reasoning_content"}), each tool call its own {"tool_calls": [{index, id,
+// type, function: {name, arguments}}]}, in output order.
+std::vector<Json> chat_deltas(const std::vector<runtime::chat::OutputDelta>& deltas);
 Json usage_json(int32_t n_prompt, int64_t n_completion, int32_t n_cached);
 
 // Chat: {"content": [{token, logprob, bytes, top_logprobs}]}.
@@ -46,6 +52,8 @@ struct ChunkContent {
   const std::vector<runtime::TokenLogprobs>* logprobs = nullptr;  // with logprobs requested
   size_t text_offset = 0;
   const runtime::RequestResult* result = nullptr;  // the last chunk
+  const Json* delta = nullptr;  // chat: this delta (chat_deltas) instead of {"content": text}
+  bool made_tool_calls = false;  // with result: the choice's finish reason is "tool_calls"
 };
 Json stream_chunk(const CompletionJob& job, const ResponseId& id, const ChunkContent& content,
                   const tokenizer::Tokenizer& tokenizer);

@@ -30,6 +30,10 @@ struct StreamState {
   std::vector<ChoiceNews> news;
   std::vector<bool> started;        // [n] the choice's first chunk went out
   std::vector<size_t> text_offset;  // [n] bytes of text sent (completions' logprob offsets)
+  // Chat with tools or reasoning (CompletionJob::parses_output): each choice's parser, and
+  // whether it made a call (its finish reason is then "tool_calls").
+  std::vector<std::unique_ptr<runtime::chat::OutputParser>> parsers;
+  std::vector<bool> made_calls;
   int64_t n_completion = 0;
   int32_t n_cached = 0;
   bool finished = false;
@@ -53,18 +57,42 @@ bool pump(StreamState& st, httplib::DataSink& sink) {
           if (!sink.write(event.data(), event.size())) return false;
         }
       }
-      // A chat stream's first chunk of a choice carries its role; its last its finish reason.
-      const std::string chunk = sse(stream_chunk(st.job, st.id,
-                                                 {.index = i,
-                                                  .first = !st.started[i],
-                                                  .text = std::move(c.text),
-                                                  .logprobs = st.job.params.logprobs ? &c.logprobs : nullptr,
-                                                  .text_offset = st.text_offset[i],
-                                                  .result = c.result ? &*c.result : nullptr},
-                                                 *st.tokenizer));
+      // Parsed output: its pieces as deltas, one chunk each (logprobs ride on the first, the
+      // finish reason on the last); a chunk still goes out for the role, logprobs or the end.
+      std::vector<Json> deltas;
+      if (!st.parsers.empty()) {
+        std::vector<runtime::chat::OutputDelta> pieces;
+        if (!c.text.empty()) st.parsers[i]->push(c.text, pieces);
+        if (c.result) {
+          const Status parsed = st.parsers[i]->finish(pieces);
+          if (!parsed.ok()) std::fprintf(stderr, "cera serve: choice %d: %s (sent as content)\n", i, parsed.to_string().c_str());
+        }
+        for (const runtime::chat::OutputDelta& d : pieces) {
+          if (d.kind == runtime::chat::OutputDelta::Kind::kToolCall) st.made_calls[i] = true;
+        }
+        deltas = chat_deltas(pieces);
+        if (deltas.empty() && st.started[i] && c.logprobs.empty() && !c.result) continue;
+      }
+      const size_t n_chunks = st.parsers.empty() ? 1 : std::max<size_t>(1, deltas.size());
+      for (size_t k = 0; k < n_chunks; ++k) {
+        const bool last = k + 1 == n_chunks;
+        const Json empty = Json::object();
+        // A chat stream's first chunk of a choice carries its role; its last its finish reason.
+        const std::string chunk =
+            sse(stream_chunk(st.job, st.id,
+                             {.index = i,
+                              .first = !st.started[i],
+                              .text = st.parsers.empty() ? std::move(c.text) : std::string(),
+                              .logprobs = st.job.params.logprobs && k == 0 ? &c.logprobs : nullptr,
+                              .text_offset = st.text_offset[i],
+                              .result = c.result && last ? &*c.result : nullptr,
+                              .delta = st.parsers.empty() ? nullptr : k < deltas.size() ? &deltas[k] : &empty,
+                              .made_tool_calls = !st.made_calls.empty() && st.made_calls[i]},
+                             *st.tokenizer));
+        st.started[i] = true;
+        if (!sink.write(chunk.data(), chunk.size())) return false;
+      }
       for (const runtime::TokenLogprobs& lp : c.logprobs) st.text_offset[i] += st.tokenizer->token_piece(lp.chosen.token).size();
-      st.started[i] = true;
-      if (!sink.write(chunk.data(), chunk.size())) return false;
     }
     return true;
   }
@@ -111,6 +139,14 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
   st->tokenizer = &model->tokenizer();
   st->started.assign(st->job.n, false);
   st->text_offset.assign(st->job.n, 0);
+  if (st->job.parses_output()) {
+    for (int32_t i = 0; i < st->job.n; ++i) {
+      runtime::chat::OutputParserOptions options = st->job.output;
+      options.id_seed += static_cast<uint64_t>(i);  // as full_response's choice i
+      st->parsers.push_back(std::make_unique<runtime::chat::OutputParser>(options));
+    }
+    st->made_calls.assign(st->job.n, false);
+  }
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");  // proxies must not hold the events back
   res.set_chunked_content_provider(
@@ -137,8 +173,10 @@ void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
   FieldReader r(b);
   std::vector<int32_t> ids;
   if (const Json* messages = r.get("messages")) {
-    // The chat prompt exactly as /v1/chat/completions builds it.
-    ids = chat_prompt_tokens(*messages, *model, r);
+    // The chat prompt exactly as /v1/chat/completions builds it (its tools too).
+    auto tools = read_chat_tools(b, *model);
+    if (auto* e = std::get_if<ApiError>(&tools)) return write_error(res, *e);
+    ids = chat_prompt_tokens(*messages, *model, r, std::get<ChatTools>(tools));
   } else {
     const std::optional<std::string> content = r.string("content");
     const bool add_special = r.boolean("add_special").value_or(false);

@@ -121,8 +121,8 @@ TEST(CudaMaskLogits, ForbidsExactlyTheClearedBits) {
       cuda.download(ids.data(), out.ids);
       const std::vector<float> values = read_tensor(cuda, out.values), lse = read_tensor(cuda, out.lse);
       for (int64_t r = 0; r < rows; ++r) {
-        std::vector<int32_t> want_ids(size_t(k));
-        std::vector<float> want_values(size_t(k));
+        std::vector<int32_t> want_ids(static_cast<size_t>(k));
+        std::vector<float> want_values(static_cast<size_t>(k));
         const float want_lse = select_top_k(std::span(want).subspan(size_t(r * n), size_t(n)),
                                             {.k = k, .softcap = softcap}, want_ids, want_values);
         const std::string what = "n=" + std::to_string(n) + " softcap=" + std::to_string(softcap) + " row " +

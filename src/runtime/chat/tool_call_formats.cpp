@@ -22,7 +22,9 @@ Result<Json> parse_json(std::string_view text) {
   return j;
 }
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 // {"name": "f", <args_key>: {...}} (also "arguments"/"parameters" either way, and arguments
 // given as a string holding a JSON object, as some fine-tunes write them).
@@ -41,7 +43,8 @@ Result<Call> call_of(const Json& j, bool with_id) {
   } else if (args->is_string()) {
     auto inner = parse_json(args->get_ref<const std::string&>());
     if (!inner.ok() || !inner->is_object())
-      return invalid_argument("the arguments of '" + c.name + "' are a string but not a JSON object");
+      return invalid_argument("the arguments of '" + c.name +
+                              "' are a string but not a JSON object");
     c.arguments = dump(*inner);
   } else {
     return invalid_argument("the arguments of '" + c.name + "' are not a JSON object");
@@ -76,14 +79,20 @@ size_t JsonEnd::scan(std::string_view s) {
   for (; pos_ < s.size(); ++pos_) {
     const char c = s[pos_];
     if (in_string_) {
-      if (escape_) escape_ = false;
-      else if (c == '\\') escape_ = true;
-      else if (c == '"') in_string_ = false;
+      if (escape_)
+        escape_ = false;
+      else if (c == '\\')
+        escape_ = true;
+      else if (c == '"')
+        in_string_ = false;
       continue;
     }
-    if (c == '"') in_string_ = true;
-    else if (c == '{' || c == '[') ++depth_;
-    else if ((c == '}' || c == ']') && --depth_ == 0) return ++pos_;
+    if (c == '"')
+      in_string_ = true;
+    else if (c == '{' || c == '[')
+      ++depth_;
+    else if ((c == '}' || c == ']') && --depth_ == 0)
+      return ++pos_;
   }
   return std::string_view::npos;
 }
@@ -98,9 +107,12 @@ Result<std::vector<Call>> parse_block(ToolCallFormat format, std::string_view bl
       CERA_ASSIGN_OR_RETURN(Call c, call_of(*j, /*with_id=*/false));
       return std::vector<Call>{std::move(c)};
     }
-    case ToolCallFormat::kMistral: return calls_of_array(*j, /*with_id=*/true);
-    case ToolCallFormat::kGranite: return calls_of_array(*j, /*with_id=*/false);
-    default: return invalid_argument("no tool-call format");
+    case ToolCallFormat::kMistral:
+      return calls_of_array(*j, /*with_id=*/true);
+    case ToolCallFormat::kGranite:
+      return calls_of_array(*j, /*with_id=*/false);
+    default:
+      return invalid_argument("no tool-call format");
   }
 }
 

@@ -14,7 +14,7 @@
 namespace cera::runtime::chat::tool_call {
 
 struct Call {
-  std::string id;         // empty where the text carries none
+  std::string id;  // empty where the text carries none
   std::string name;
   std::string arguments;  // compact JSON object text
 };
@@ -27,6 +27,8 @@ Result<std::vector<Call>> parse_block(ToolCallFormat format, std::string_view bl
 // LFM2's `[f(a=1, b='x'), g()]` (the brackets may be absent for a single call).
 Result<std::vector<Call>> parse_pythonic(std::string_view block);
 
-inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+inline bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 }  // namespace cera::runtime::chat::tool_call

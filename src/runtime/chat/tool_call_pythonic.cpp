@@ -39,7 +39,8 @@ class Reader {
 
  private:
   Status error(std::string_view expected) const {
-    return invalid_argument("pythonic call: expected " + std::string(expected) + " at byte " + std::to_string(p_));
+    return invalid_argument("pythonic call: expected " + std::string(expected) + " at byte " +
+                            std::to_string(p_));
   }
   void skip() {
     while (p_ < s_.size() && is_space(s_[p_])) ++p_;
@@ -165,7 +166,8 @@ class Reader {
       if (dot != std::string::npos) {
         if (dot == 0 || text[dot - 1] == '-') text.insert(dot, "0");
         const size_t d = text.find('.');
-        if (d + 1 == text.size() || !(text[d + 1] >= '0' && text[d + 1] <= '9')) text.insert(d + 1, "0");
+        if (d + 1 == text.size() || !(text[d + 1] >= '0' && text[d + 1] <= '9'))
+          text.insert(d + 1, "0");
       }
       return Json(std::stod(text));
     }
@@ -187,24 +189,49 @@ class Reader {
       if (p_ >= s_.size()) break;
       c = s_[p_++];
       switch (c) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case 'a': out += '\a'; break;
-        case '0': out += '\0'; break;
-        case '\n': break;  // line continuation
-        case '\\': case '\'': case '"': out += c; break;
-        case 'x': case 'u': case 'U': {
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case '0':
+          out += '\0';
+          break;
+        case '\n':
+          break;  // line continuation
+        case '\\':
+        case '\'':
+        case '"':
+          out += c;
+          break;
+        case 'x':
+        case 'u':
+        case 'U': {
           const size_t n = c == 'x' ? 2 : c == 'u' ? 4 : 8;
           if (p_ + n > s_.size()) return error("hex digits of an escape");
           uint32_t cp = 0;
           for (size_t i = 0; i < n; ++i) {
             const char h = s_[p_++];
-            const int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                        : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+            const int d = (h >= '0' && h <= '9')   ? h - '0'
+                          : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                          : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                                   : -1;
             if (d < 0) return error("hex digits of an escape");
             cp = cp * 16 + static_cast<uint32_t>(d);
           }
@@ -212,7 +239,8 @@ class Reader {
           tokenizer::unicode::append_utf8(out, cp);
           break;
         }
-        default: out += '\\', out += c;  // Python keeps unknown escapes as written
+        default:
+          out += '\\', out += c;  // Python keeps unknown escapes as written
       }
     }
     if (!eat(q)) return error("the string's closing quote");
@@ -225,6 +253,8 @@ class Reader {
 
 }  // namespace
 
-Result<std::vector<Call>> parse_pythonic(std::string_view block) { return Reader(block).calls(); }
+Result<std::vector<Call>> parse_pythonic(std::string_view block) {
+  return Reader(block).calls();
+}
 
 }  // namespace cera::runtime::chat::tool_call

@@ -14,7 +14,9 @@ constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
-bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+bool contains(std::string_view s, std::string_view what) {
+  return s.find(what) != std::string_view::npos;
+}
 
 // Length of the longest suffix of `s` that is a proper prefix of `marker`.
 size_t partial_suffix(std::string_view s, std::string_view marker) {
@@ -25,20 +27,28 @@ size_t partial_suffix(std::string_view s, std::string_view marker) {
 
 std::string_view start_marker(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::kHermes: return "<tool_call>";
-    case ToolCallFormat::kLfm2: return "<|tool_call_start|>";
-    case ToolCallFormat::kMistral: return "[TOOL_CALLS]";
-    case ToolCallFormat::kGranite: return "<|tool_call|>";
-    default: return "";
+    case ToolCallFormat::kHermes:
+      return "<tool_call>";
+    case ToolCallFormat::kLfm2:
+      return "<|tool_call_start|>";
+    case ToolCallFormat::kMistral:
+      return "[TOOL_CALLS]";
+    case ToolCallFormat::kGranite:
+      return "<|tool_call|>";
+    default:
+      return "";
   }
 }
 
 // Hermes and LFM2 close their blocks with a marker; the others end with their JSON value.
 std::string_view end_marker(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::kHermes: return "</tool_call>";
-    case ToolCallFormat::kLfm2: return "<|tool_call_end|>";
-    default: return "";
+    case ToolCallFormat::kHermes:
+      return "</tool_call>";
+    case ToolCallFormat::kLfm2:
+      return "<|tool_call_end|>";
+    default:
+      return "";
   }
 }
 
@@ -52,25 +62,33 @@ ToolCallFormat tool_call_format_of(std::string_view src) {
   if (contains(src, "[TOOL_CALLS]")) return ToolCallFormat::kMistral;
   if (contains(src, "<|tool_call|>")) return ToolCallFormat::kGranite;
   if (contains(src, "<tool_call>")) return ToolCallFormat::kHermes;
-  if (contains(src, "<|python_tag|>") || (contains(src, "<|start_header_id|>") && contains(src, "\"parameters\": ")))
+  if (contains(src, "<|python_tag|>") ||
+      (contains(src, "<|start_header_id|>") && contains(src, "\"parameters\": ")))
     return ToolCallFormat::kLlama3;
   return ToolCallFormat::kNone;
 }
 
 const char* tool_call_format_name(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::kNone: return "none";
-    case ToolCallFormat::kHermes: return "hermes";
-    case ToolCallFormat::kLlama3: return "llama3";
-    case ToolCallFormat::kLfm2: return "lfm2";
-    case ToolCallFormat::kMistral: return "mistral";
-    case ToolCallFormat::kGranite: return "granite";
+    case ToolCallFormat::kNone:
+      return "none";
+    case ToolCallFormat::kHermes:
+      return "hermes";
+    case ToolCallFormat::kLlama3:
+      return "llama3";
+    case ToolCallFormat::kLfm2:
+      return "lfm2";
+    case ToolCallFormat::kMistral:
+      return "mistral";
+    case ToolCallFormat::kGranite:
+      return "granite";
   }
   return "?";
 }
 
 std::string ToolCallIds::next() {
-  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static constexpr char kAlphabet[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   std::string id = "call_";
   for (int part = 0; part < 3; ++part) {  // 8 characters per 64-bit draw (62^8 < 2^48)
     state_ += 0x9e3779b97f4a7c15ull;
@@ -80,9 +98,12 @@ std::string ToolCallIds::next() {
   return id;
 }
 
-OutputParser::OutputParser(const OutputParserOptions& options) : opt_(options), ids_(options.id_seed) {}
+OutputParser::OutputParser(const OutputParserOptions& options)
+    : opt_(options), ids_(options.id_seed) {}
 
-bool OutputParser::calls_enabled() const { return opt_.tools && opt_.format != ToolCallFormat::kNone; }
+bool OutputParser::calls_enabled() const {
+  return opt_.tools && opt_.format != ToolCallFormat::kNone;
+}
 
 void OutputParser::push(std::string_view text, std::vector<OutputDelta>& out) {
   buf_.append(text);
@@ -98,16 +119,27 @@ void OutputParser::run(std::vector<OutputDelta>& out, bool at_end) {
   merge_from_ = out.size();
   for (bool again = true; again;) {
     switch (mode_) {
-      case Mode::kStart: again = step_start(at_end); break;
-      case Mode::kReasoning: again = step_reasoning(out, at_end); break;
-      case Mode::kContent: again = step_content(out, at_end); break;
-      case Mode::kCall: again = step_call(out, at_end); break;
-      case Mode::kAfterCall: again = step_after_call(); break;
+      case Mode::kStart:
+        again = step_start(at_end);
+        break;
+      case Mode::kReasoning:
+        again = step_reasoning(out, at_end);
+        break;
+      case Mode::kContent:
+        again = step_content(out, at_end);
+        break;
+      case Mode::kCall:
+        again = step_call(out, at_end);
+        break;
+      case Mode::kAfterCall:
+        again = step_after_call();
+        break;
     }
   }
 }
 
-void OutputParser::emit(OutputDelta::Kind kind, std::string_view text, std::vector<OutputDelta>& out) {
+void OutputParser::emit(OutputDelta::Kind kind, std::string_view text,
+                        std::vector<OutputDelta>& out) {
   if (text.empty()) return;
   if (out.size() > merge_from_ && out.back().kind == kind && kind != OutputDelta::Kind::kToolCall) {
     out.back().text.append(text);  // within one push, runs of a kind become one delta
@@ -220,9 +252,12 @@ bool OutputParser::step_llama_start(bool at_end) {
   if (ws == buf_.size() && !at_end) return false;
   const std::string_view rest = std::string_view(buf_).substr(ws);
   size_t prefix = std::string::npos;
-  if (rest.starts_with('{')) prefix = ws;
-  else if (rest.starts_with(kPythonTag)) prefix = ws + kPythonTag.size();
-  else if (!at_end && kPythonTag.starts_with(rest)) return false;
+  if (rest.starts_with('{'))
+    prefix = ws;
+  else if (rest.starts_with(kPythonTag))
+    prefix = ws + kPythonTag.size();
+  else if (!at_end && kPythonTag.starts_with(rest))
+    return false;
   if (prefix != std::string::npos) {
     call_prefix_ = held_ws_ + buf_.substr(0, prefix);
     held_ws_.clear();
@@ -254,7 +289,8 @@ bool OutputParser::step_call(std::vector<OutputDelta>& out, bool at_end) {
   const size_t e = opens ? json_end_.scan(std::string_view(buf_).substr(ws)) : std::string::npos;
   if (opens && e == std::string::npos && !at_end) return false;
   const size_t len = e == std::string::npos ? buf_.size() : ws + e;
-  const bool ok = finish_block(std::string_view(buf_).substr(0, len), "", e != std::string::npos, out);
+  const bool ok =
+      finish_block(std::string_view(buf_).substr(0, len), "", e != std::string::npos, out);
   buf_.erase(0, len);
   mode_ = ok ? Mode::kAfterCall : Mode::kContent;
   return true;
@@ -278,9 +314,10 @@ bool OutputParser::finish_block(std::string_view block, std::string_view end, bo
     return true;
   }
   if (first_error_.ok()) {
-    first_error_ = invalid_argument(std::string(tool_call_format_name(opt_.format)) + " tool call block " +
-                                    std::to_string(blocks_) + (terminated ? "" : " (unterminated)") + ": " +
-                                    calls.status().message() + "; its text was kept as content");
+    first_error_ =
+        invalid_argument(std::string(tool_call_format_name(opt_.format)) + " tool call block " +
+                         std::to_string(blocks_) + (terminated ? "" : " (unterminated)") + ": " +
+                         calls.status().message() + "; its text was kept as content");
   }
   emit(OutputDelta::Kind::kContent, call_prefix_, out);
   emit(OutputDelta::Kind::kContent, block, out);
@@ -292,7 +329,8 @@ bool OutputParser::finish_block(std::string_view block, std::string_view end, bo
 bool OutputParser::step_after_call() {
   // Separators: whitespace, and ";" between Llama 3 calls.
   size_t n = 0;
-  while (n < buf_.size() && (tool_call::is_space(buf_[n]) || (opt_.format == ToolCallFormat::kLlama3 && buf_[n] == ';')))
+  while (n < buf_.size() && (tool_call::is_space(buf_[n]) ||
+                             (opt_.format == ToolCallFormat::kLlama3 && buf_[n] == ';')))
     ++n;
   buf_.erase(0, n);
   if (buf_.empty()) return false;
@@ -309,10 +347,15 @@ ParsedOutput parse_output(const OutputParserOptions& options, std::string_view t
   out.status = parser.finish(deltas);
   for (OutputDelta& d : deltas) {
     switch (d.kind) {
-      case OutputDelta::Kind::kContent: out.content += d.text; break;
-      case OutputDelta::Kind::kReasoning: out.reasoning += d.text; break;
+      case OutputDelta::Kind::kContent:
+        out.content += d.text;
+        break;
+      case OutputDelta::Kind::kReasoning:
+        out.reasoning += d.text;
+        break;
       case OutputDelta::Kind::kToolCall:
-        out.tool_calls.push_back({.id = std::move(d.id), .name = std::move(d.name), .arguments = std::move(d.text)});
+        out.tool_calls.push_back(
+            {.id = std::move(d.id), .name = std::move(d.name), .arguments = std::move(d.text)});
         break;
     }
   }

@@ -27,8 +27,8 @@ namespace cera::runtime::chat {
 //                                 separated by ";" (the templates render only one).
 //   kLfm2    (LFM2, LFM2.5):      <|tool_call_start|>[f(a=1, b="x"), g()]<|tool_call_end|>, Python
 //                                 keyword calls with Python literals.
-//   kMistral (Mistral v0.3/Nemo): [TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "abcDEF123"}]
-//                                 with the model's own 9-character alphanumeric ids.
+//   kMistral (Mistral v0.3/Nemo): [TOOL_CALLS][{"name": "f", "arguments": {...},
+//                                 "id": "a1B2c3D4e"}], the model's own 9-alphanumeric ids.
 //   kGranite (Granite 3.x):       <|tool_call|>[{"name": "f", "arguments": {...}}]
 enum class ToolCallFormat : uint8_t { kNone, kHermes, kLlama3, kLfm2, kMistral, kGranite };
 
@@ -54,15 +54,16 @@ struct OutputParserOptions {
   ToolCallFormat format = ToolCallFormat::kNone;
   bool tools = false;      // false: no text is ever a call (all content)
   bool reasoning = false;  // parse <think>...</think> at the start of the output as reasoning
-  bool prompt_opened_think = false;  // the prompt ended inside "<think>": output starts as reasoning
-  uint64_t id_seed = 0;    // seed of ToolCallIds for calls that carry no id in the text
+  // The prompt ended inside "<think>": the output starts as reasoning.
+  bool prompt_opened_think = false;
+  uint64_t id_seed = 0;  // seed of ToolCallIds for calls that carry no id in the text
 };
 
 // One piece of output. Exactly one of the three kinds per delta.
 struct OutputDelta {
   enum class Kind : uint8_t { kContent, kReasoning, kToolCall };
   Kind kind = Kind::kContent;
-  std::string text;       // content or reasoning fragment; for kToolCall the arguments (a JSON object)
+  std::string text;  // content or reasoning fragment; for kToolCall the arguments (a JSON object)
   int32_t tool_index = -1;  // kToolCall: 0, 1, ... in order of appearance
   std::string id;           // kToolCall: the call's id
   std::string name;         // kToolCall: the function's name
@@ -129,7 +130,8 @@ class OutputParser {
   void emit_content(std::string_view text, std::vector<OutputDelta>& out);
   // Reports the calls in `block`, or emits call_prefix_ + block + end as content and records
   // the error; returns whether the block held calls.
-  bool finish_block(std::string_view block, std::string_view end, bool terminated, std::vector<OutputDelta>& out);
+  bool finish_block(std::string_view block, std::string_view end, bool terminated,
+                    std::vector<OutputDelta>& out);
 
   OutputParserOptions opt_;
   ToolCallIds ids_;
@@ -181,7 +183,8 @@ struct ToolConstraint {
 // A GBNF grammar (root rule "root") whose sentences are exactly the well-formed calls, in the
 // family's syntax, of `tools` (or only the named one), each call's arguments constrained by
 // its tool's schema through grammar::json_schema_to_gbnf. The sentences start WITH the
-// family's trigger text (tool_call_trigger) and contain nothing before it. For kLfm2 the
+// family's trigger text (tool_call_trigger) and contain nothing before it (kLlama3: an optional
+// "<|python_tag|>" may precede the "{"). Whitespace as constraint.json says. For kLfm2 the
 // arguments are Python keyword arguments: top-level properties are listed by name with values
 // of their schema's type (strings, enums of strings, integers, numbers, booleans, None);
 // values of other schemas are any Python literal. kNone, an unknown name, a tool list without

@@ -22,10 +22,17 @@ namespace cera::runtime {
 
 struct EngineLoop::Live {
   Live(RequestParams p, const tokenizer::Tokenizer& tokenizer)
-      : params(std::move(p)), tokens(params.prompt), sampler(params.sampling), decoder(tokenizer) {
+      : params(std::move(p)),
+        tokens(params.prompt),
+        sampler(params.sampling),
+        decoder(tokenizer, {.render_special = params.render_special_tokens}) {
     if (params.grammar.tables != nullptr && params.grammar.trigger_tokens.empty()) start_grammar();
   }
-  void start_grammar() { matcher = std::make_unique<grammar::TokenMatcher>(params.grammar.tables); }
+  void start_grammar() {
+    matcher = std::make_unique<grammar::TokenMatcher>(params.grammar.tables);
+    // validate() checked that a fresh matcher takes it.
+    if (!params.grammar.trigger_text.empty()) CERA_CHECK(matcher->accept_bytes(params.grammar.trigger_text));
+  }
   std::shared_ptr<detail::RequestShared> shared = std::make_shared<detail::RequestShared>();
   RequestParams params;
   std::vector<int32_t> tokens;  // [n_tokens] prompt + output so far
@@ -156,6 +163,12 @@ Status EngineLoop::validate(const RequestParams& params) const {
       if (t < 0 || t >= n_vocab_) {
         return invalid_argument("grammar trigger token " + std::to_string(t) + " is outside the vocabulary of " +
                                 std::to_string(n_vocab_));
+      }
+    }
+    if (!g.trigger_text.empty()) {
+      if (g.trigger_tokens.empty()) return invalid_argument("a grammar trigger text needs trigger tokens");
+      if (!grammar::TokenMatcher(g.tables).accept_bytes(g.trigger_text)) {
+        return invalid_argument("the grammar's sentences do not start with its trigger text '" + g.trigger_text + "'");
       }
     }
   } else if (!params.grammar.trigger_tokens.empty()) {

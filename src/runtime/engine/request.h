@@ -91,8 +91,11 @@ struct GrammarConstraint {
   std::shared_ptr<const grammar::TokenTables> tables;  // null: no constraint
   // Empty: the grammar constrains from the first generated token. Else the output is free until
   // one of these tokens is generated (a tool-call marker), and the grammar constrains what
-  // follows it ("lazy" constraint; the marker itself is not part of the grammar's sentence).
+  // follows it ("lazy" constraint).
   std::vector<int32_t> trigger_tokens;
+  // With trigger tokens: bytes the grammar's sentence starts with, consumed when it starts (the
+  // trigger's text, when the grammar spells out the marker the model wrote as one token).
+  std::string trigger_text;
 };
 
 struct RequestParams {
@@ -103,6 +106,9 @@ struct RequestParams {
   bool stop_at_end_of_generation = true;
   RequestTextSink on_text;
   RequestTokenSink on_token;
+  // Control tokens' texts appear in the text (a tool-call marker such as [TOOL_CALLS] that an
+  // output parser must see); off: they decode to nothing. End-of-generation tokens never appear.
+  bool render_special_tokens = false;
   // Token id -> added to its raw logit before the whole sampling chain (penalties too); ids in
   // the vocabulary, values finite with |bias| <= kMaxAbsLogitBias. A large positive bias forces
   // a token, -1e9 forbids it.

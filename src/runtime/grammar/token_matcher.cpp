@@ -26,9 +26,18 @@ bool TokenMatcher::accept_token(int32_t id) {
     ended_ = true;
     return true;
   }
+  return advance(v.bytes(id), /*remember=*/true);
+}
+
+bool TokenMatcher::accept_bytes(std::string_view bytes) {
+  if (ended_) return false;
+  return advance(bytes, /*remember=*/false);
+}
+
+bool TokenMatcher::advance(std::string_view bytes, bool remember) {
   const uint32_t checkpoint = arena_.size();
   Snapshot before{current_, checkpoint, ended_};
-  for (unsigned char b : v.bytes(id)) {
+  for (unsigned char b : bytes) {
     stepper_.advance(arena_, current_, b, next_);
     std::swap(current_, next_);
     if (!current_.alive()) {
@@ -37,8 +46,12 @@ bool TokenMatcher::accept_token(int32_t id) {
       return false;
     }
   }
-  if (history_.size() == kMaxRollback) history_.pop_front();
-  history_.push_back(std::move(before));
+  if (remember) {
+    if (history_.size() == kMaxRollback) history_.pop_front();
+    history_.push_back(std::move(before));
+  } else {
+    history_.clear();  // a forced prefix is not a token to roll back to
+  }
   maybe_compact();
   return true;
 }

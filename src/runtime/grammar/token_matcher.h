@@ -8,6 +8,7 @@
 #include <deque>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "runtime/grammar/stack_arena.h"
 #include "runtime/grammar/token_tables.h"
@@ -26,6 +27,10 @@ class TokenMatcher {
   // sentence, or an end-of-generation token when can_end() (after which nothing more is
   // accepted). Returns false and changes nothing otherwise (also for invalid ids).
   bool accept_token(int32_t id);
+  // Consumes bytes that are not a token of the vocabulary (a lazily started grammar's trigger
+  // text, which the model produced as a control token): all or nothing, like accept_token. The
+  // history is cleared: rollback() cannot go back past them.
+  bool accept_bytes(std::string_view bytes);
   // Sets bit id of `mask` (word id / 32, bit id % 32) for every token accept_token() would
   // take now, clears all others. Precondition: mask.size() >= vocab().mask_words().
   void fill_mask(std::span<uint32_t> mask);
@@ -50,6 +55,7 @@ class TokenMatcher {
     uint32_t checkpoint = 0;
   };
   void check_uncertain(uint32_t top, const StateTokens& table, std::span<uint32_t> mask);
+  bool advance(std::string_view bytes, bool remember);
   void maybe_compact();
 
   std::shared_ptr<const TokenTables> tables_;

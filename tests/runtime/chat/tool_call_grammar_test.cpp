@@ -18,7 +18,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::filesystem::path chat_dir() { return test::source_dir() / "tests" / "fixtures" / "chat"; }
+std::filesystem::path chat_dir() {
+  return test::source_dir() / "tests" / "fixtures" / "chat";
+}
 
 Json read_case(const std::string& name) {
   std::ifstream in(chat_dir() / "tool_calls" / (name + ".json"), std::ios::binary);
@@ -28,8 +30,8 @@ Json read_case(const std::string& name) {
 }
 
 ToolCallFormat format_named(const std::string& name) {
-  for (auto f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kLfm2, ToolCallFormat::kMistral,
-                 ToolCallFormat::kGranite})
+  for (auto f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kLfm2,
+                 ToolCallFormat::kMistral, ToolCallFormat::kGranite})
     if (name == tool_call_format_name(f)) return f;
   return ToolCallFormat::kNone;
 }
@@ -37,7 +39,8 @@ ToolCallFormat format_named(const std::string& name) {
 std::vector<ToolSpec> specs_of(const Json& tools) {
   std::vector<ToolSpec> out;
   for (const Json& t : tools)
-    out.push_back({.name = t["function"]["name"].get<std::string>(), .parameters = t["function"]["parameters"].dump()});
+    out.push_back({.name = t["function"]["name"].get<std::string>(),
+                   .parameters = t["function"]["parameters"].dump()});
   return out;
 }
 
@@ -55,10 +58,11 @@ bool accepts(const std::string& gbnf, const std::string& text) {
   return m.accept(text) && m.can_end();
 }
 
-const std::vector<std::string> kCases = {"qwen2.5-00", "qwen2.5-01", "qwen3-00",   "qwen3-01",   "qwen3-02",
-                                         "llama3.1-00", "llama3.1-01", "llama3.2-00", "llama3.2-01", "lfm2-00",
-                                         "lfm2-01",    "lfm2.5-00",  "lfm2.5-01",  "mistral-nemo-00",
-                                         "mistral-nemo-01", "granite3.3-00", "granite3.3-01"};
+const std::vector<std::string> kCases = {
+    "qwen2.5-00",    "qwen2.5-01",   "qwen3-00",    "qwen3-01",        "qwen3-02",
+    "llama3.1-00",   "llama3.1-01",  "llama3.2-00", "llama3.2-01",     "lfm2-00",
+    "lfm2-01",       "lfm2.5-00",    "lfm2.5-01",   "mistral-nemo-00", "mistral-nemo-01",
+    "granite3.3-00", "granite3.3-01"};
 
 TEST(ToolCallGrammar, AcceptsEveryGoldenCallText) {
   for (const std::string& name : kCases) {
@@ -100,24 +104,59 @@ TEST(ToolCallGrammar, RefusesUnknownToolsAndSchemaViolations) {
     bool ok;
   };
   const std::vector<Case> cases = {
-      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>", true},
-      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}\n</tool_call>", false},
-      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"unit\": \"kelvin\"}}\n</tool_call>", false},
-      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"unit\": \"celsius\"}}\n</tool_call>", false},
-      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 3}}\n</tool_call>", false},
-      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"x\": 1}}\n</tool_call>", false},
-      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"create_event\", \"arguments\": {\"title\": \"t\", \"start\": {\"date\": \"d\", \"hour\": 1.5}}}\n</tool_call>", false},
-      {ToolCallFormat::kMistral, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}, \"id\": \"abc\"}]", false},
-      {ToolCallFormat::kMistral, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}, \"id\": \"abcDEF123\"}]", true},
-      {ToolCallFormat::kGranite, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {}}]", false},
-      {ToolCallFormat::kLlama3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", true},
-      {ToolCallFormat::kLlama3, "<|python_tag|>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}", false},
-      {ToolCallFormat::kLfm2, "<|tool_call_start|>[get_weather(city='Oslo', unit=\"fahrenheit\")]<|tool_call_end|>", true},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+       "\"Oslo\"}}\n</tool_call>",
+       true},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}\n</tool_call>",
+       false},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"unit\": "
+       "\"kelvin\"}}\n</tool_call>",
+       false},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"unit\": "
+       "\"celsius\"}}\n</tool_call>",
+       false},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 3}}\n</tool_call>",
+       false},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"x\": "
+       "1}}\n</tool_call>",
+       false},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"create_event\", \"arguments\": {\"title\": \"t\", \"start\": "
+       "{\"date\": \"d\", \"hour\": 1.5}}}\n</tool_call>",
+       false},
+      {ToolCallFormat::kMistral,
+       "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}, \"id\": "
+       "\"abc\"}]",
+       false},
+      {ToolCallFormat::kMistral,
+       "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}, \"id\": "
+       "\"abcDEF123\"}]",
+       true},
+      {ToolCallFormat::kGranite, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {}}]",
+       false},
+      {ToolCallFormat::kLlama3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
+       true},
+      {ToolCallFormat::kLlama3,
+       "<|python_tag|>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}", false},
+      {ToolCallFormat::kLfm2,
+       "<|tool_call_start|>[get_weather(city='Oslo', unit=\"fahrenheit\")]<|tool_call_end|>", true},
       {ToolCallFormat::kLfm2, "<|tool_call_start|>[get_weather('Oslo')]<|tool_call_end|>", false},
-      {ToolCallFormat::kLfm2, "<|tool_call_start|>[get_weather(unit='celsius')]<|tool_call_end|>", false},
-      {ToolCallFormat::kLfm2, "<|tool_call_start|>[get_weather(city='Oslo', unit='kelvin')]<|tool_call_end|>", false},
-      {ToolCallFormat::kLfm2, "<|tool_call_start|>[create_event(title='t', start={'date': 'd', 'hour': 9}, public=True, notes=None)]<|tool_call_end|>", true},
-      {ToolCallFormat::kLfm2, "<|tool_call_start|>[create_event(title='t', start={}, public=1)]<|tool_call_end|>", false},
+      {ToolCallFormat::kLfm2, "<|tool_call_start|>[get_weather(unit='celsius')]<|tool_call_end|>",
+       false},
+      {ToolCallFormat::kLfm2,
+       "<|tool_call_start|>[get_weather(city='Oslo', unit='kelvin')]<|tool_call_end|>", false},
+      {ToolCallFormat::kLfm2,
+       "<|tool_call_start|>[create_event(title='t', start={'date': 'd', 'hour': 9}, public=True, "
+       "notes=None)]<|tool_call_end|>",
+       true},
+      {ToolCallFormat::kLfm2,
+       "<|tool_call_start|>[create_event(title='t', start={}, public=1)]<|tool_call_end|>", false},
       {ToolCallFormat::kLfm2, "<|tool_call_start|>[get_time(tz='UTC')]<|tool_call_end|>", false},
   };
   for (const Case& k : cases) {
@@ -129,19 +168,24 @@ TEST(ToolCallGrammar, RefusesUnknownToolsAndSchemaViolations) {
 }
 
 TEST(ToolCallGrammar, ErrorsNameWhatIsWrong) {
-  const std::vector<ToolSpec> tools = {{.name = "f", .parameters = R"({"type": "object", "properties": {"a": {"uniqueItems": true}}})"},
-                                       {.name = "g", .parameters = ""}};
+  const std::vector<ToolSpec> tools = {
+      {.name = "f",
+       .parameters = R"({"type": "object", "properties": {"a": {"uniqueItems": true}}})"},
+      {.name = "g", .parameters = ""}};
   EXPECT_FALSE(tool_call_gbnf(ToolCallFormat::kNone, tools, {}).ok());
   auto missing = tool_call_gbnf(ToolCallFormat::kHermes, tools, {.name = "h"});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("'h'"), std::string::npos);
   auto bad = tool_call_gbnf(ToolCallFormat::kHermes, tools, {});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("uniqueItems"), std::string::npos) << bad.status().to_string();
+  EXPECT_NE(bad.status().message().find("uniqueItems"), std::string::npos)
+      << bad.status().to_string();
   // No schema: any arguments object.
   auto any = tool_call_gbnf(ToolCallFormat::kHermes, tools, {.name = "g"});
   ASSERT_TRUE(any.ok()) << any.status().to_string();
-  EXPECT_TRUE(accepts(*any, "<tool_call>{\"name\": \"g\", \"arguments\": {\"x\": [1, {\"y\": null}]}}</tool_call>"));
+  EXPECT_TRUE(accepts(
+      *any,
+      "<tool_call>{\"name\": \"g\", \"arguments\": {\"x\": [1, {\"y\": null}]}}</tool_call>"));
 }
 
 TEST(ToolCallGrammar, TriggersAreWhereTheGrammarStarts) {
@@ -149,9 +193,10 @@ TEST(ToolCallGrammar, TriggersAreWhereTheGrammarStarts) {
   EXPECT_EQ(tool_call_trigger(ToolCallFormat::kNone), "");
   EXPECT_TRUE(tool_call_trigger_only_at_start(ToolCallFormat::kLlama3));
   EXPECT_FALSE(tool_call_trigger_only_at_start(ToolCallFormat::kMistral));
-  const std::vector<ToolSpec> tools = {{.name = "f", .parameters = R"({"type": "object", "properties": {}})"}};
-  for (auto f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kLfm2, ToolCallFormat::kMistral,
-                 ToolCallFormat::kGranite}) {
+  const std::vector<ToolSpec> tools = {
+      {.name = "f", .parameters = R"({"type": "object", "properties": {}})"}};
+  for (auto f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kLfm2,
+                 ToolCallFormat::kMistral, ToolCallFormat::kGranite}) {
     auto gbnf = tool_call_gbnf(f, tools, {});
     ASSERT_TRUE(gbnf.ok());
     auto g = grammar::compile_gbnf(*gbnf);

@@ -19,7 +19,9 @@ namespace {
 
 using Json = nlohmann::json;  // unordered: arguments compare as values
 
-std::filesystem::path chat_dir() { return test::source_dir() / "tests" / "fixtures" / "chat"; }
+std::filesystem::path chat_dir() {
+  return test::source_dir() / "tests" / "fixtures" / "chat";
+}
 
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -42,8 +44,12 @@ ParsedOutput join(const std::vector<OutputDelta>& deltas, Status status) {
   out.status = std::move(status);
   for (const OutputDelta& d : deltas) {
     switch (d.kind) {
-      case OutputDelta::Kind::kContent: out.content += d.text; break;
-      case OutputDelta::Kind::kReasoning: out.reasoning += d.text; break;
+      case OutputDelta::Kind::kContent:
+        out.content += d.text;
+        break;
+      case OutputDelta::Kind::kReasoning:
+        out.reasoning += d.text;
+        break;
       case OutputDelta::Kind::kToolCall:
         EXPECT_EQ(d.tool_index, static_cast<int32_t>(out.tool_calls.size()));
         out.tool_calls.push_back({.id = d.id, .name = d.name, .arguments = d.text});
@@ -54,7 +60,8 @@ ParsedOutput join(const std::vector<OutputDelta>& deltas, Status status) {
 }
 
 // Pushes `text` in chunks of the given sizes (cycled).
-ParsedOutput parse_chunked(const OutputParserOptions& o, std::string_view text, const std::vector<size_t>& sizes) {
+ParsedOutput parse_chunked(const OutputParserOptions& o, std::string_view text,
+                           const std::vector<size_t>& sizes) {
   OutputParser p(o);
   std::vector<OutputDelta> deltas;
   for (size_t pos = 0, i = 0; pos < text.size(); ++i) {
@@ -79,8 +86,10 @@ class ToolCallGolden : public testing::TestWithParam<std::string> {
   void SetUp() override {
     c_ = Json::parse(read_text(chat_dir() / "tool_calls" / (GetParam() + ".json")));
     source_ = read_text(chat_dir() / "templates" / c_["template"].get<std::string>());
-    opt_ = {.format = tool_call_format_of(source_), .tools = true,
-            .reasoning = source_.find("</think>") != std::string::npos, .id_seed = 7};
+    opt_ = {.format = tool_call_format_of(source_),
+            .tools = true,
+            .reasoning = source_.find("</think>") != std::string::npos,
+            .id_seed = 7};
   }
 
   void check(const ParsedOutput& got, const std::string& how) {
@@ -92,9 +101,12 @@ class ToolCallGolden : public testing::TestWithParam<std::string> {
     ASSERT_EQ(got.tool_calls.size(), calls.size());
     for (size_t i = 0; i < calls.size(); ++i) {
       EXPECT_EQ(got.tool_calls[i].name, calls[i]["name"].get<std::string>());
-      EXPECT_EQ(Json::parse(got.tool_calls[i].arguments), calls[i]["arguments"]) << got.tool_calls[i].arguments;
-      if (calls[i].contains("id")) EXPECT_EQ(got.tool_calls[i].id, calls[i]["id"].get<std::string>());
-      else EXPECT_TRUE(got.tool_calls[i].id.starts_with("call_")) << got.tool_calls[i].id;
+      EXPECT_EQ(Json::parse(got.tool_calls[i].arguments), calls[i]["arguments"])
+          << got.tool_calls[i].arguments;
+      if (calls[i].contains("id"))
+        EXPECT_EQ(got.tool_calls[i].id, calls[i]["id"].get<std::string>());
+      else
+        EXPECT_TRUE(got.tool_calls[i].id.starts_with("call_")) << got.tool_calls[i].id;
     }
   }
 
@@ -116,7 +128,8 @@ TEST_P(ToolCallGolden, ParsesAtOnceBytewiseAndInRandomChunks) {
   for (uint32_t seed = 1; seed <= 5; ++seed) {
     const ParsedOutput chunks = parse_chunked(opt_, text, random_sizes(seed));
     check(chunks, "random chunks, seed " + std::to_string(seed));
-    for (size_t i = 0; i < chunks.tool_calls.size(); ++i) EXPECT_EQ(chunks.tool_calls[i].id, whole.tool_calls[i].id);
+    for (size_t i = 0; i < chunks.tool_calls.size(); ++i)
+      EXPECT_EQ(chunks.tool_calls[i].id, whole.tool_calls[i].id);
   }
 }
 
@@ -140,19 +153,28 @@ INSTANTIATE_TEST_SUITE_P(ToolCallFixtures, ToolCallGolden, testing::ValuesIn(cas
 
 TEST(ToolCallFormat, DetectsEveryFixtureTemplate) {
   const std::vector<std::pair<std::string, ToolCallFormat>> expected = {
-      {"qwen2.5", ToolCallFormat::kHermes},     {"qwen3", ToolCallFormat::kHermes},
-      {"llama3.1", ToolCallFormat::kLlama3},    {"llama3.2", ToolCallFormat::kLlama3},
-      {"lfm2", ToolCallFormat::kLfm2},          {"lfm2.5", ToolCallFormat::kLfm2},
-      {"mistral-nemo", ToolCallFormat::kMistral}, {"granite3.3", ToolCallFormat::kGranite},
-      {"smollm2", ToolCallFormat::kNone},       {"gemma2", ToolCallFormat::kNone},
-      {"gemma3-style", ToolCallFormat::kNone},  {"features", ToolCallFormat::kNone}};
+      {"qwen2.5", ToolCallFormat::kHermes},
+      {"qwen3", ToolCallFormat::kHermes},
+      {"llama3.1", ToolCallFormat::kLlama3},
+      {"llama3.2", ToolCallFormat::kLlama3},
+      {"lfm2", ToolCallFormat::kLfm2},
+      {"lfm2.5", ToolCallFormat::kLfm2},
+      {"mistral-nemo", ToolCallFormat::kMistral},
+      {"granite3.3", ToolCallFormat::kGranite},
+      {"smollm2", ToolCallFormat::kNone},
+      {"gemma2", ToolCallFormat::kNone},
+      {"gemma3-style", ToolCallFormat::kNone},
+      {"features", ToolCallFormat::kNone}};
   for (const auto& [name, format] : expected) {
-    EXPECT_EQ(tool_call_format_of(read_text(chat_dir() / "templates" / (name + ".jinja"))), format) << name;
+    EXPECT_EQ(tool_call_format_of(read_text(chat_dir() / "templates" / (name + ".jinja"))), format)
+        << name;
   }
   EXPECT_STREQ(tool_call_format_name(ToolCallFormat::kNone), "none");
 }
 
-OutputParserOptions hermes() { return {.format = ToolCallFormat::kHermes, .tools = true}; }
+OutputParserOptions hermes() {
+  return {.format = ToolCallFormat::kHermes, .tools = true};
+}
 
 TEST(OutputParser, HoldsAMarkerPrefixOnlyUntilItIsDecided) {
   OutputParser p(hermes());
@@ -168,14 +190,17 @@ TEST(OutputParser, HoldsAMarkerPrefixOnlyUntilItIsDecided) {
 }
 
 TEST(OutputParser, EveryFormatsCutMarkersAreContent) {
-  for (auto f : {ToolCallFormat::kHermes, ToolCallFormat::kLfm2, ToolCallFormat::kMistral, ToolCallFormat::kGranite}) {
+  for (auto f : {ToolCallFormat::kHermes, ToolCallFormat::kLfm2, ToolCallFormat::kMistral,
+                 ToolCallFormat::kGranite}) {
     const std::string marker(tool_call_trigger(f));
     for (size_t n = 1; n < marker.size(); ++n) {
       const std::string cut = marker.substr(0, n);
-      for (const std::string& text : {"a " + cut + "b " + cut + "c", "a " + cut, cut + " " + cut + "\n"}) {
+      for (const std::string& text :
+           {"a " + cut + "b " + cut + "c", "a " + cut, cut + " " + cut + "\n"}) {
         SCOPED_TRACE(text);
         const OutputParserOptions o{.format = f, .tools = true};
-        for (const std::vector<size_t>& sizes : {std::vector<size_t>{1000}, {1}, random_sizes(static_cast<uint32_t>(n))}) {
+        for (const std::vector<size_t>& sizes :
+             {std::vector<size_t>{1000}, {1}, random_sizes(static_cast<uint32_t>(n))}) {
           const ParsedOutput r = parse_chunked(o, text, sizes);
           EXPECT_EQ(r.content, text);
           EXPECT_TRUE(r.tool_calls.empty());
@@ -217,7 +242,8 @@ TEST(OutputParser, QwenReasoningSplitsLikeTheTemplate) {
     EXPECT_EQ(r.content, "Paris.\n");
   }
   EXPECT_EQ(parse_output(o, "<think>\nunfinished\n").reasoning, "unfinished\n");
-  EXPECT_EQ(parse_output(o, "No thinking <think>x</think>").content, "No thinking <think>x</think>");
+  EXPECT_EQ(parse_output(o, "No thinking <think>x</think>").content,
+            "No thinking <think>x</think>");
   EXPECT_EQ(parse_output(o, "<thin").content, "<thin");
   o.reasoning = false;
   EXPECT_EQ(parse_output(o, text).content, text);
@@ -226,8 +252,10 @@ TEST(OutputParser, QwenReasoningSplitsLikeTheTemplate) {
 TEST(OutputParser, ReasoningThenACall) {
   OutputParserOptions o = hermes();
   o.reasoning = true;
-  const ParsedOutput r = parse_output(o, "<think>\nneed weather\n</think>\n\n<tool_call>\n{\"name\": \"w\", "
-                                         "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+  const ParsedOutput r =
+      parse_output(o,
+                   "<think>\nneed weather\n</think>\n\n<tool_call>\n{\"name\": \"w\", "
+                   "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
   EXPECT_EQ(r.reasoning, "need weather");
   EXPECT_EQ(r.content, "");
   ASSERT_EQ(r.tool_calls.size(), 1u);
@@ -242,13 +270,18 @@ TEST(OutputParser, MalformedCallsStayContent) {
     std::string why;
   };
   const std::vector<Case> cases = {
-      {ToolCallFormat::kHermes, "Hi\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call> bye", "not valid JSON"},
+      {ToolCallFormat::kHermes,
+       "Hi\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call> bye",
+       "not valid JSON"},
       {ToolCallFormat::kHermes, "<tool_call>{\"arguments\": {}}</tool_call>", "no \"name\""},
-      {ToolCallFormat::kHermes, "<tool_call>{\"name\": \"f\", \"arguments\": [1]}</tool_call>", "not a JSON object"},
+      {ToolCallFormat::kHermes, "<tool_call>{\"name\": \"f\", \"arguments\": [1]}</tool_call>",
+       "not a JSON object"},
       {ToolCallFormat::kHermes, "<tool_call>{\"name\": \"f\", \"arguments\": {", "unterminated"},
       {ToolCallFormat::kLfm2, "<|tool_call_start|>[f(1, b=2)]<|tool_call_end|>", "positional"},
-      {ToolCallFormat::kLfm2, "<|tool_call_start|>[f(a=open('x'))]<|tool_call_end|>", "Python literal"},
-      {ToolCallFormat::kMistral, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}", "unterminated"},
+      {ToolCallFormat::kLfm2, "<|tool_call_start|>[f(a=open('x'))]<|tool_call_end|>",
+       "Python literal"},
+      {ToolCallFormat::kMistral, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}",
+       "unterminated"},
       {ToolCallFormat::kMistral, "[TOOL_CALLS] sorry", "not valid JSON"},
       {ToolCallFormat::kGranite, "<|tool_call|>[]", "non-empty"},
       {ToolCallFormat::kLlama3, "{\"answer\": 42}", "no \"name\""},
@@ -265,7 +298,8 @@ TEST(OutputParser, MalformedCallsStayContent) {
     }
   }
   // A good call after a bad one is still a call.
-  const ParsedOutput r = parse_output(hermes(), "<tool_call>{oops}</tool_call>\n<tool_call>{\"name\": \"g\"}</tool_call>");
+  const ParsedOutput r = parse_output(
+      hermes(), "<tool_call>{oops}</tool_call>\n<tool_call>{\"name\": \"g\"}</tool_call>");
   EXPECT_EQ(r.content, "<tool_call>{oops}</tool_call>");
   ASSERT_EQ(r.tool_calls.size(), 1u);
   EXPECT_EQ(r.tool_calls[0].arguments, "{}");
@@ -273,7 +307,8 @@ TEST(OutputParser, MalformedCallsStayContent) {
 }
 
 TEST(OutputParser, UnterminatedHermesBlockWithCompleteJsonIsACall) {
-  const ParsedOutput r = parse_output(hermes(), "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n");
+  const ParsedOutput r =
+      parse_output(hermes(), "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n");
   EXPECT_TRUE(r.status.ok()) << r.status.to_string();
   ASSERT_EQ(r.tool_calls.size(), 1u);
   EXPECT_EQ(r.tool_calls[0].arguments, "{\"a\":1}");
@@ -284,7 +319,9 @@ TEST(OutputParser, Llama3CallsAreJsonAtTheStartOnly) {
   ParsedOutput r = parse_output(o, "The object {\"name\": \"f\", \"parameters\": {}} is JSON.");
   EXPECT_TRUE(r.tool_calls.empty());
   EXPECT_EQ(r.content, "The object {\"name\": \"f\", \"parameters\": {}} is JSON.");
-  r = parse_chunked(o, "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"q\": \"a;b\"}}; {\"name\": \"g\", \"parameters\": {}}",
+  r = parse_chunked(o,
+                    "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"q\": \"a;b\"}}; {\"name\": "
+                    "\"g\", \"parameters\": {}}",
                     {3});
   EXPECT_TRUE(r.status.ok()) << r.status.to_string();
   ASSERT_EQ(r.tool_calls.size(), 2u);
@@ -299,12 +336,15 @@ TEST(OutputParser, Llama3CallsAreJsonAtTheStartOnly) {
 TEST(OutputParser, PythonLiteralsBecomeJson) {
   const OutputParserOptions o{.format = ToolCallFormat::kLfm2, .tools = true};
   const ParsedOutput r = parse_output(
-      o, "<|tool_call_start|>[f(a=1, b=-2.5e3, c='it\\'s', d=\"q\\\"\\n\\u00e9\\x41\", e=[1, (2, 3)], "
-         "g={'k': None, \"n\": {'t': True}}, h=False, i=.5, j=1., k=12345678901234567890, l='\\d')]<|tool_call_end|>");
+      o,
+      "<|tool_call_start|>[f(a=1, b=-2.5e3, c='it\\'s', d=\"q\\\"\\n\\u00e9\\x41\", e=[1, (2, 3)], "
+      "g={'k': None, \"n\": {'t': True}}, h=False, i=.5, j=1., k=12345678901234567890, "
+      "l='\\d')]<|tool_call_end|>");
   ASSERT_TRUE(r.status.ok()) << r.status.to_string();
   ASSERT_EQ(r.tool_calls.size(), 1u);
   const Json args = Json::parse(r.tool_calls[0].arguments);
-  EXPECT_EQ(args, Json::parse(R"({"a": 1, "b": -2500.0, "c": "it's", "d": "q\"\n\u00e9A", "e": [1, [2, 3]],
+  EXPECT_EQ(args, Json::parse(
+                      R"({"a": 1, "b": -2500.0, "c": "it's", "d": "q\"\n\u00e9A", "e": [1, [2, 3]],
       "g": {"k": null, "n": {"t": true}}, "h": false, "i": 0.5, "j": 1.0, "k": 12345678901234567890, "l": "\\d"})"));
 }
 

@@ -184,6 +184,38 @@ TEST_F(EngineGrammarTest, TriggerTokenStartsTheGrammar) {
   EXPECT_TRUE(bytes.ends_with(" yes") || bytes.ends_with(" no") || bytes.ends_with(" maybe")) << bytes;
 }
 
+// A lazy grammar whose sentences start with the trigger's own text (a tool-call grammar that
+// spells out the marker the model wrote as one token): the text is consumed when it starts.
+TEST_F(EngineGrammarTest, TriggerTextIsConsumedWhenTheGrammarStarts) {
+  const std::vector<int32_t> prompt = {tok().bos()};
+  const std::vector<int32_t> plain = masked_greedy(prompt, nullptr, 12);
+  size_t at = 2;
+  while (at < plain.size() && std::find(plain.begin(), plain.begin() + at, plain[at]) != plain.begin() + at) ++at;
+  ASSERT_LT(at, plain.size());
+  const std::string trigger(vocab()->bytes(plain[at]));
+  std::string literal;
+  for (const char c : trigger) literal += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  const std::string gbnf = "root ::= \"" + literal + "\" " + std::string(kChoice).substr(std::string("root ::= ").size());
+  auto prepared = grammar::prepare_grammar(grammar::GrammarSyntax::kGbnf, gbnf, vocab());
+  ASSERT_TRUE(prepared.ok()) << prepared.status().to_string() << "\n" << gbnf;
+  RequestParams p = request(prompt, {.temperature = 0.0f}, 40, prepared->tables);
+  p.grammar.trigger_tokens = {plain[at]};
+  p.grammar.trigger_text = trigger;
+  auto loop = EngineLoop::create(model(), tok(), {.n_ctx = test::kEngineCtx});
+  ASSERT_TRUE(loop.ok());
+  const RequestResult r = (*loop)->submit(p)->wait();
+  RequestParams wrong = p;
+  wrong.grammar.trigger_text = "not how it starts";
+  auto refused = (*loop)->submit(wrong);
+  (*loop)->shutdown(ShutdownMode::kDrain);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  const std::vector<int32_t> prefix(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  EXPECT_EQ(r.tokens, masked_greedy(prompt, kChoice, 40, prefix));
+  EXPECT_EQ(r.reason, FinishReason::kEndOfGeneration);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("trigger text"), std::string::npos) << refused.status().to_string();
+}
+
 // Log-probabilities under a grammar are those of the distribution over the allowed tokens, and
 // the alternatives are allowed tokens only.
 TEST_F(EngineGrammarTest, LogprobsAreOverTheAllowedTokens) {
