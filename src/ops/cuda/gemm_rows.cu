@@ -455,8 +455,9 @@ MatmulPath matmul_path(const TensorView& weight, int64_t n_tokens) {
 }
 
 SplitScratch split_scratch(CudaContext& ctx, int64_t counters, int64_t partial_floats, size_t n_parts) {
-  // A weight splits only below `slots` tiles (three blocks an SM at most, gemm_rows_direct), so
-  // at most that many counters a token tile (of 8 tokens at least) and part.
+  // A weight splits only at `slots` / 2 tiles or fewer (slots: at most four blocks an SM, the
+  // ring kernel of gemm_rows_direct at RING=3), so at most 3 SMs' worth of counters a token tile
+  // (of 8 tokens at least) and part.
   const uint64_t counter_bytes = uint64_t(kMaxGemvParts) * uint64_t(3 * ctx.sm_count()) * (kRowsMaxLimit / 8) * 4;
   CERA_CHECK(uint64_t(counters) * 4 <= counter_bytes);
   if (counters == 0) return {};

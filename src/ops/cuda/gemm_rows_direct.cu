@@ -19,7 +19,9 @@
 // Status: measured on the H200 (docs/benchmarks/serving_batch_h200.md): at 2-16 tokens it takes
 // 0.64-0.75x of gemm_rows' time on the 8B shapes (1.4 TB/s at 2 tokens, still under the GEMV's
 // 2.2), equal at 64; decode at 16 rows +23 % for 8B. On by default up to 64 rows
-// (CERA_CUDA_ROWS_DIRECT_MAX; 0 turns it off).
+// (CERA_CUDA_ROWS_DIRECT_MAX; 0 turns it off). CERA_CUDA_ROWS_DIRECT_RING=3/4/8 runs instead the
+// ring variant (gemm_rows_direct_ring.cu: the weights through warp-private cp.async rings in shared
+// memory, to keep more bytes in flight than registers allow); same fragments and k order.
 // Shape of the work: a block is 4 warps x 32 weight rows (2 m16 tiles), for a token tile of 8,
 // 16 or 32 tokens (1, 2 or 4 n8 tiles), over one split of k; k is split for weights with few
 // rows as gemm_rows splits them, with the same deterministic fix-up (the last block of a tile
@@ -31,6 +33,7 @@
 
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/gemm_rows.h"
+#include "ops/cuda/gemm_rows_direct.cuh"
 #include "ops/cuda/launch.cuh"
 #include "ops/cuda/mma.cuh"
 #include "ops/cuda/weight_layout.h"
@@ -39,60 +42,16 @@ namespace cera::ops::cuda {
 namespace {
 
 using namespace mma;
+using namespace direct;
 
-constexpr int kWarps = 4;
-constexpr int kThreads = 32 * kWarps;
-constexpr int kRowsWarp = 32;                    // two m16 tiles
-constexpr int kRowsBlock = kWarps * kRowsWarp;  // 128 weight rows a block
-constexpr int kSuperK = 128;                     // k of a superstep: 4 Q4_0 blocks, one a lane of a quad
 constexpr int kChunkBytes = 32768;               // activations of one chunk of k (two in flight)
 constexpr int kDepth = 2;  // supersteps of weights in flight in registers (3 spilled: ptxas -v)
-
-struct DirectPart {
-  const uint4* qs;    // [n_out][n_blocks] 16 code bytes a block (weight_layout.h region 0)
-  const __half* d;    // [n_out][n_blocks] scales (region 1)
-  float* out;         // [n_tokens rows of n_out], out_stride floats apart
-  int64_t out_stride;
-  const float* bias;  // [n_out] or nullptr
-  int* arrivals;      // [tiles] blocks of a tile done (zero between launches); n_splits > 1 only
-  float* partial;     // [n_splits][tiles][kRowsBlock x token tile] in accumulator order
-  int n_out, n_tiles, n_splits, first_block;
-};
-
-struct DirectParams {
-  DirectPart part[kMaxGemvParts];
-  int n_parts;
-  const __half* x;  // [n_tokens][n_in] f16, packed
-  int64_t n_in;
-  int n_tokens, n_blocks, n_super, m_tiles;  // n_blocks: Q4_0 blocks a row; n_super: supersteps a row
-};
 
 // The four code words and the scale of one Q4_0 block of one weight row.
 struct BlockRaw {
   uint4 q;
   __half d;
 };
-
-// Q4_0 codes c (two per half, at bits 0-3 and 16-19) to the f16 pair (c - 8) d: 1024 + c by
-// the exponent trick, then the subtraction exactly, then the scale (one rounding, as the
-// prefill GEMM's decoders).
-__device__ __forceinline__ uint32_t q4_pair(uint32_t codes, __half2 d) {
-  const uint32_t h = codes | 0x64006400u;
-  __half2 v;
-  std::memcpy(&v, &h, 4);
-  v = __hmul2(__hsub2(v, __half2half2(__ushort_as_half(0x6408))), d);  // 0x6408: 1032
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  return u;
-}
-
-// 16-byte piece p (elements 8p .. 8p+7) of block j of token t in a chunk of kc elements a token:
-// the XOR spreads the 8 lanes of each phase of a 16-byte load (tokens g, g+1 x 4 blocks) over
-// distinct bank groups.
-template <int kKC>
-__device__ __forceinline__ int x_piece(int t, int j, int p) {
-  return t * (kKC / 8) + 4 * j + (p ^ ((((j >> 1) & 1) << 1) | (t & 1)));
-}
 
 template <int kNN>
 __global__ void __launch_bounds__(kThreads, 3) gemm_rows_direct_kernel(const __grid_constant__ DirectParams p) {
@@ -105,15 +64,9 @@ __global__ void __launch_bounds__(kThreads, 3) gemm_rows_direct_kernel(const __g
   uint4* xs = reinterpret_cast<uint4*>(smem);  // [2][kPieces] x_piece order
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
 
-  int pi = 0;
-#pragma unroll
-  for (int i = 1; i < kMaxGemvParts; ++i) pi += i < p.n_parts && int(blockIdx.x) >= p.part[i].first_block;
-  const DirectPart& P = p.part[pi];
-  const int local = int(blockIdx.x) - P.first_block;
-  const int m_tile = local % p.m_tiles, n_tile = local / p.m_tiles % P.n_tiles, split = local / p.m_tiles / P.n_tiles;
-  const int m0 = m_tile * kTT, n0 = n_tile * kRowsBlock;
-  const int s0 = int(int64_t(p.n_super) * split / P.n_splits);
-  const int n_s = int(int64_t(p.n_super) * (split + 1) / P.n_splits) - s0;
+  const BlockWork wk = block_work(p, kTT);
+  const DirectPart& P = p.part[wk.pi];
+  const int m0 = wk.m0, n0 = wk.n0, s0 = wk.s0, n_s = wk.n_s;
 
   // This lane's rows: tile mt's rows g and g + 8 (rows past n_out re-read the last row; their
   // products are never stored), block 4 s + c of each superstep s.
@@ -235,65 +188,21 @@ __global__ void __launch_bounds__(kThreads, 3) gemm_rows_direct_kernel(const __g
     }
   }
 
-  // Accumulator (mt, ni): e 0, 1 at weight row g, tokens 2c, 2c+1 of n8 tile ni; e 2, 3 at row g+8.
-  constexpr int kAcc = 2 * kNN * 4;
-  float* flat = &acc[0][0][0];
-  if (P.n_splits > 1) {
-    __shared__ int last;
-    const int tile = n_tile * p.m_tiles + m_tile, tiles = P.n_tiles * p.m_tiles;
-    const int64_t tile_floats = int64_t(kRowsBlock) * kTT;
-    float* dst = P.partial + (int64_t(split) * tiles + tile) * tile_floats + warp * kAcc * 32;
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) dst[i * 32 + lane] = flat[i];
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(&P.arrivals[tile], 1) == P.n_splits - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) flat[i] = 0.0f;
-    for (int z = 0; z < P.n_splits; ++z) {
-      const float* src = P.partial + (int64_t(z) * tiles + tile) * tile_floats + warp * kAcc * 32;
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) flat[i] += __ldcg(src + i * 32 + lane);
-    }
-    if (tid == 0) P.arrivals[tile] = 0;  // for the next launch (which waits for this grid)
-  }
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int o = n0 + kRowsWarp * warp + 16 * mt + g + 8 * h;
-      if (o >= P.n_out) continue;
-      const float bias = P.bias != nullptr ? P.bias[o] : 0.0f;
-#pragma unroll
-      for (int ni = 0; ni < kNN; ++ni) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int t = m0 + 8 * ni + 2 * c + e;
-          if (t < p.n_tokens) P.out[int64_t(t) * P.out_stride + o] = acc[mt][ni][2 * h + e] + bias;
-        }
-      }
-    }
-  }
+  direct_epilogue<kNN>(p, wk, acc);
 }
 
-struct DirectKernel {
-  void (*kernel)(DirectParams);
-  int tokens;  // a tile
-};
 template <int kNN>
 DirectKernel direct_kernel() {
-  DirectKernel k{gemm_rows_direct_kernel<kNN>, 8 * kNN};
-  static bool raised = false;  // the dynamic shared-memory limit, once per kernel
-  if (!raised) {
-    CERA_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 2 * kChunkBytes));
-    raised = true;
-  }
+  static const DirectKernel k = [] {  // the dynamic shared-memory limit, once per kernel
+    const DirectKernel r{gemm_rows_direct_kernel<kNN>, 8 * kNN, size_t(2 * kChunkBytes), 3};
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(r.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(r.smem)));
+    return r;
+  }();
   return k;
 }
-DirectKernel direct_kernel_for(int64_t n_tokens) {
+// ring_fits: the ring kernel indexes a weight's blocks with 32-bit offsets.
+DirectKernel direct_kernel_for(int64_t n_tokens, bool ring_fits) {
+  if (const int ring = rows_direct_ring(); ring != 0 && ring_fits) return direct_ring_kernel_for(n_tokens, ring);
   if (n_tokens <= 8) return direct_kernel<1>();
   if (n_tokens <= 16) return direct_kernel<2>();
   return direct_kernel<4>();
@@ -311,6 +220,16 @@ int64_t rows_direct_max() {
   return v;
 }
 
+int rows_direct_ring() {
+  static const int v = [] {
+    const char* e = std::getenv("CERA_CUDA_ROWS_DIRECT_RING");
+    if (e == nullptr || *e == '\0') return 0;  // off until measured
+    const int n = std::atoi(e);
+    return n == 0 || n == 3 || n == 8 ? n : 4;  // 1 (or any other value): RING=4
+  }();
+  return v;
+}
+
 bool gemm_rows_direct_takes(DType dtype, int64_t n_tokens) {
   return dtype == DType::kQ4_0 && !batch_invariant() && n_tokens <= rows_direct_max();
 }
@@ -320,13 +239,17 @@ void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<con
   const TensorView& w0 = parts[0].weight;
   const int64_t n_in = w0.cols(), n_tokens = x.rows();
   CERA_CHECK_MSG(w0.dtype == DType::kQ4_0 && n_in % 32 == 0, "gemm_rows_direct: Q4_0 weights only");
-  const DirectKernel k = direct_kernel_for(n_tokens);
-  const int64_t m_tiles = (n_tokens + k.tokens - 1) / k.tokens, n_blocks = n_in / 32;
+  const int64_t n_blocks = n_in / 32;
+  bool ring_fits = true;
+  for (const RowsTarget& t : parts) ring_fits = ring_fits && t.weight.rows() * n_blocks + 8 < (int64_t{1} << 31);
+  const DirectKernel k = direct_kernel_for(n_tokens, ring_fits);
+  const int64_t m_tiles = (n_tokens + k.tokens - 1) / k.tokens;
   const int64_t n_super = (n_blocks + 3) / 4;
-  // Three blocks an SM (64 KB of activations each).
+  // One wave of the kernel's resident blocks (the register kernel: three an SM, 64 KB of
+  // activations each; the ring kernels: gemm_rows_direct_ring.cu).
   const SplitPlan plan = plan_splits(parts, {.tile_rows = kRowsBlock, .m_tiles = m_tiles, .k_steps = n_super,
                                              .tile_floats = int64_t(kRowsBlock) * k.tokens,
-                                             .slots = 3 * int64_t(ctx.sm_count())});
+                                             .slots = k.blocks_sm * int64_t(ctx.sm_count())});
   const void* xh = gemm_activations(ctx, x, false);
   const SplitScratch scratch = split_scratch(ctx, plan.counters, plan.partial_floats, parts.size());
   if (!ctx.launching()) return;
@@ -357,7 +280,7 @@ void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<con
   p.n_blocks = int(n_blocks);
   p.n_super = int(n_super);
   p.m_tiles = int(m_tiles);
-  launch(ctx.stream(), k.kernel, unsigned(plan.blocks), kThreads, size_t(2 * kChunkBytes), p);
+  launch(ctx.stream(), k.kernel, unsigned(plan.blocks), kThreads, k.smem, p);
   CERA_CUDA_LAUNCHED();
 }
 

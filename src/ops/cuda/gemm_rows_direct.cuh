@@ -1,0 +1,146 @@
+// What gemm_rows_direct.cu's two Q4_0 serving kernels share (internal to it and
+// gemm_rows_direct_ring.cu): the launch parameters, the block shape, the decode of a Q4_0 code
+// pair, the activations' shared-memory order and the epilogue (split-k fix-up and stores), so
+// that both kernels sum in the same order and store the same bits for the same split plan.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "ops/cuda/cuda_ops.h"
+
+namespace cera::ops::cuda::direct {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kRowsWarp = 32;                    // two m16 tiles
+constexpr int kRowsBlock = kWarps * kRowsWarp;  // 128 weight rows a block
+constexpr int kSuperK = 128;                     // k of a superstep: 4 Q4_0 blocks, one a lane of a quad
+
+struct DirectPart {
+  const uint4* qs;    // [n_out][n_blocks] 16 code bytes a block (weight_layout.h region 0)
+  const __half* d;    // [n_out][n_blocks] scales (region 1)
+  float* out;         // [n_tokens rows of n_out], out_stride floats apart
+  int64_t out_stride;
+  const float* bias;  // [n_out] or nullptr
+  int* arrivals;      // [tiles] blocks of a tile done (zero between launches); n_splits > 1 only
+  float* partial;     // [n_splits][tiles][kRowsBlock x token tile] in accumulator order
+  int n_out, n_tiles, n_splits, first_block;
+};
+
+struct DirectParams {
+  DirectPart part[kMaxGemvParts];
+  int n_parts;
+  const __half* x;  // [n_tokens][n_in] f16, packed
+  int64_t n_in;
+  int n_tokens, n_blocks, n_super, m_tiles;  // n_blocks: Q4_0 blocks a row; n_super: supersteps a row
+};
+
+// A kernel of either kind as the launcher sees it.
+struct DirectKernel {
+  void (*kernel)(DirectParams);
+  int tokens;        // a tile
+  size_t smem;       // dynamic shared memory a block
+  int blocks_sm;     // resident blocks an SM (the split plan's wave)
+};
+
+// The ring kernel for n_tokens at ring configuration `ring` (rows_direct_ring(): 3, 4 or 8),
+// its shared-memory limit raised and its occupancy read once (gemm_rows_direct_ring.cu).
+DirectKernel direct_ring_kernel_for(int64_t n_tokens, int ring);
+
+// Where this block works: its part, weight-row tile, token tile and superstep range.
+struct BlockWork {
+  int pi, m_tile, n_tile, split, m0, n0, s0, n_s;
+};
+__device__ __forceinline__ BlockWork block_work(const DirectParams& p, int token_tile) {
+  BlockWork w;
+  w.pi = 0;
+#pragma unroll
+  for (int i = 1; i < kMaxGemvParts; ++i) w.pi += i < p.n_parts && int(blockIdx.x) >= p.part[i].first_block;
+  const DirectPart& P = p.part[w.pi];
+  const int local = int(blockIdx.x) - P.first_block;
+  w.m_tile = local % p.m_tiles;
+  w.n_tile = local / p.m_tiles % P.n_tiles;
+  w.split = local / p.m_tiles / P.n_tiles;
+  w.m0 = w.m_tile * token_tile;
+  w.n0 = w.n_tile * kRowsBlock;
+  w.s0 = int(int64_t(p.n_super) * w.split / P.n_splits);
+  w.n_s = int(int64_t(p.n_super) * (w.split + 1) / P.n_splits) - w.s0;
+  return w;
+}
+
+// Q4_0 codes c (two per half, at bits 0-3 and 16-19) to the f16 pair (c - 8) d: 1024 + c by
+// the exponent trick, then the subtraction exactly, then the scale (one rounding, as the
+// prefill GEMM's decoders).
+__device__ __forceinline__ uint32_t q4_pair(uint32_t codes, __half2 d) {
+  const uint32_t h = codes | 0x64006400u;
+  __half2 v;
+  std::memcpy(&v, &h, 4);
+  v = __hmul2(__hsub2(v, __half2half2(__ushort_as_half(0x6408))), d);  // 0x6408: 1032
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
+// 16-byte piece p (elements 8p .. 8p+7) of block j of token t in a chunk of kc elements a token:
+// the XOR spreads the 8 lanes of each phase of a 16-byte load (tokens g, g+1 x 4 blocks) over
+// distinct bank groups.
+template <int kKC>
+__device__ __forceinline__ int x_piece(int t, int j, int p) {
+  return t * (kKC / 8) + 4 * j + (p ^ ((((j >> 1) & 1) << 1) | (t & 1)));
+}
+
+// Accumulator (mt, ni) of warp `warp`: e 0, 1 at weight row g, tokens 2c, 2c+1 of n8 tile ni;
+// e 2, 3 at row g+8. With splits, every block stores its partial tile and the last block of a
+// tile to arrive adds the splits in split order (deterministic), then stores (+ bias).
+template <int kNN>
+__device__ __forceinline__ void direct_epilogue(const DirectParams& p, const BlockWork& w, float (&acc)[2][kNN][4]) {
+  constexpr int kTT = 8 * kNN;
+  constexpr int kAcc = 2 * kNN * 4;
+  const DirectPart& P = p.part[w.pi];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
+  float* flat = &acc[0][0][0];
+  if (P.n_splits > 1) {
+    __shared__ int last;
+    const int tile = w.n_tile * p.m_tiles + w.m_tile, tiles = P.n_tiles * p.m_tiles;
+    const int64_t tile_floats = int64_t(kRowsBlock) * kTT;
+    float* dst = P.partial + (int64_t(w.split) * tiles + tile) * tile_floats + warp * kAcc * 32;
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) dst[i * 32 + lane] = flat[i];
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(&P.arrivals[tile], 1) == P.n_splits - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) flat[i] = 0.0f;
+    for (int z = 0; z < P.n_splits; ++z) {
+      const float* src = P.partial + (int64_t(z) * tiles + tile) * tile_floats + warp * kAcc * 32;
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) flat[i] += __ldcg(src + i * 32 + lane);
+    }
+    if (tid == 0) P.arrivals[tile] = 0;  // for the next launch (which waits for this grid)
+  }
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int o = w.n0 + kRowsWarp * warp + 16 * mt + g + 8 * h;
+      if (o >= P.n_out) continue;
+      const float bias = P.bias != nullptr ? P.bias[o] : 0.0f;
+#pragma unroll
+      for (int ni = 0; ni < kNN; ++ni) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int t = w.m0 + 8 * ni + 2 * c + e;
+          if (t < p.n_tokens) P.out[int64_t(t) * P.out_stride + o] = acc[mt][ni][2 * h + e] + bias;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cera::ops::cuda::direct
