@@ -74,6 +74,11 @@ for s in $sections; do
       run "test_ops_cuda serving rows and graphs with gemm_rows_direct off" \
       tests-direct-off.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
     tail -3 "$OUT/tests-direct-off.log"
+    # gemm_rows_direct's register kernel (the ring kernel is the default: gemm_rows.h).
+    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_ROWS_DIRECT_RING=0 \
+      run "test_ops_cuda serving rows and graphs with gemm_rows_direct's register kernel (quick sweep)" \
+      tests-direct-register.log "$TESTS" --gtest_filter='CudaMatmul*:CudaGraph*' --gtest_brief=1
+    tail -3 "$OUT/tests-direct-register.log"
     CERA_CUDA_TEST_QUICK=1 run "memcheck of the serving kernels (gemm_rows_direct on, quick sweep)" \
       memcheck-direct.log timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$TESTS" \
       --gtest_filter='CudaMatmul.ServingRows*:CudaGraph*' --gtest_brief=1

@@ -114,7 +114,7 @@ TEST(CudaMaskLogits, ForbidsExactlyTheClearedBits) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "n=" << n << " element " << i;
     for (const float softcap : {0.0f, 30.0f}) {
-      const int32_t k = 40;
+      const int32_t k = static_cast<int32_t>(std::min<int64_t>(40, n));
       DeviceOut out = make_out(cuda, k, rows);
       cuda.top_k(out.ids, out.values, out.lse, in.view, {.k = k, .softcap = softcap});
       std::vector<int32_t> ids(size_t(k * rows));

@@ -53,9 +53,11 @@ void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const Rows
 // gemm_rows_direct.cu's kernel (weights decoded from registers straight into tensor-core
 // fragments), except under CERA_CUDA_BATCH_INVARIANT=1, whose k order is gemm_rows' own.
 int64_t rows_direct_max();
-// Which of gemm_rows_direct's kernels runs: 0 (default) the register kernel; 3, 4 or 8 (1: 4)
-// the ring kernel with that many weight stages a warp (gemm_rows_direct_ring.cu), from
-// CERA_CUDA_ROWS_DIRECT_RING, read once (A/B runs on one binary).
+// Which of gemm_rows_direct's kernels runs: 0 the register kernel; 3, 4 (default) or 8 (1: 4) the
+// ring kernel with that many weight stages a warp (gemm_rows_direct_ring.cu), from
+// CERA_CUDA_ROWS_DIRECT_RING, read once (A/B runs on one binary). Measured on the H200 (8B Q4_0
+// decode): RING=4 3,559 / 7,603 tokens/s at 16 / 64 rows against the register kernel's 3,462 /
+// 7,293 and RING=8's 3,466 / 7,484 (docs/benchmarks/serving_batch_h200.md).
 int rows_direct_ring();
 bool gemm_rows_direct_takes(DType dtype, int64_t n_tokens);
 void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts);

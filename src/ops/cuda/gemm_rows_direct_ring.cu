@@ -1,5 +1,5 @@
-// gemm_rows_direct's ring variant (CERA_CUDA_ROWS_DIRECT_RING=3, 4 or 8; off by default until
-// measured): the same product, fragments and k order as the register kernel
+// gemm_rows_direct's ring variant (CERA_CUDA_ROWS_DIRECT_RING=3, 4 (the default) or 8; 0: the
+// register kernel): the same product, fragments and k order as the register kernel
 // (gemm_rows_direct.cu), but the weights reach the registers through a warp-private ring of
 // shared memory filled by cp.async, so that the bytes in flight no longer cost registers.
 //

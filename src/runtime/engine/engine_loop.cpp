@@ -304,9 +304,12 @@ bool EngineLoop::step() {
   if (slot >= 0) {
     std::optional<Work> next = plan_ahead(work);
     Status st;
+    // A row with a grammar needs this step's token before the next step's mask: then the next
+    // step's argmax is queued after the tokens are taken, while its forward runs.
+    const bool masks_next = next && has_grammar_rows(*next);
     if (next) {
       st = forward(*next, &work.argmax_ids);
-      if (st.ok()) queue_argmax(*next);
+      if (st.ok() && !masks_next) queue_argmax(*next);
     }
     const std::span<const int32_t> picked = batch_sampler_.wait_argmax(slot);
     {
@@ -324,6 +327,10 @@ bool EngineLoop::step() {
       if (work.rows[i] == nullptr) continue;  // ended while this step was queued
       SampledToken t{.token = picked[i]};
       take_token(*work.rows[i], t, /*counted=*/ahead_.has_value());
+    }
+    if (masks_next && ahead_ &&
+        std::any_of(ahead_->rows.begin(), ahead_->rows.end(), [](const Live* l) { return l != nullptr; })) {
+      queue_argmax(*ahead_);
     }
     return true;
   }
@@ -377,14 +384,42 @@ bool EngineLoop::argmax_rows(const Work& work) const {
     const Live* l = work.rows[i];
     if (l == nullptr || !work.plan.chunks[i].output) return false;
     const RequestParams& p = l->params;
-    // A grammar masks its row (or may start to, at a trigger token) on the host's say each step.
-    if (!l->sampler.argmax_only() || p.logprobs || !p.logit_bias.empty() || p.grammar.tables != nullptr) return false;
+    // Grammar rows qualify: their masks are applied before the argmax is queued (queue_argmax).
+    if (!l->sampler.argmax_only() || p.logprobs || !p.logit_bias.empty()) return false;
   }
   return true;
 }
 
+bool EngineLoop::has_grammar_rows(const Work& work) const {
+  return std::any_of(work.rows.begin(), work.rows.end(),
+                     [](const Live* l) { return l != nullptr && l->params.grammar.tables != nullptr; });
+}
+
+void EngineLoop::mask_argmax_rows(const Work& work, const TensorView& logits) {
+  const auto start = std::chrono::steady_clock::now();
+  const size_t n_words = static_cast<size_t>((n_vocab_ + 31) / 32);
+  masks_.clear();
+  mask_rows_.clear();
+  for (size_t i = 0; i < work.rows.size(); ++i) {
+    Live* l = work.rows[i];
+    if (l == nullptr || l->matcher == nullptr) continue;
+    l->mask.assign(n_words, 0u);
+    l->matcher->fill_mask(l->mask);
+    l->mask_empty = std::all_of(l->mask.begin(), l->mask.end(), [](uint32_t w) { return w == 0; });
+    if (l->mask_empty) continue;  // drawn unmasked; take_token ends it
+    masks_.insert(masks_.end(), l->mask.begin(), l->mask.end());
+    mask_rows_.push_back(static_cast<int32_t>(i));  // every row of an argmax step is an output row
+  }
+  if (!mask_rows_.empty()) model_->backend().mask_logits(logits, masks_, mask_rows_);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard lock(mu_);
+  stats_.n_masked_rows += static_cast<int64_t>(mask_rows_.size());
+  stats_.mask_seconds += seconds;
+}
+
 int EngineLoop::queue_argmax(Work& work) {
   const model::Model::DeviceLogits dl = model_->device_logits();
+  if (has_grammar_rows(work)) mask_argmax_rows(work, dl.view);
   work.argmax_slot = argmax_slot_;
   argmax_slot_ ^= 1;
   work.argmax_ids = batch_sampler_.queue_argmax(dl.view, dl.softcap, work.argmax_slot);

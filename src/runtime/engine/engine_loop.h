@@ -24,8 +24,10 @@
 // recurrent layers resume exactly (KvCacheConfig::prefix_cache says how).
 // Grammars (RequestParams::grammar): rows with and without one share a step. Each constrained
 // row's mask comes from its TokenMatcher on the loop's thread after the step's forward is issued
-// (so on CUDA it overlaps the forward), and BatchSampler applies it on the device before top_k;
-// such rows never take the overlapped argmax path, since their next mask needs the token.
+// (so on CUDA it overlaps the forward) and is applied on the device before top_k. Greedy grammar
+// rows keep the overlapped decode: the next step's forward is queued first, then the host waits
+// for this step's tokens, feeds them to the matchers, computes the next masks and queues them
+// with the next argmax while that forward runs.
 #pragma once
 
 #include <condition_variable>
@@ -157,8 +159,12 @@ class EngineLoop {
   bool pipelines() const;
   // Every row is an output row whose chain the device's argmax decides (greedy, no logprobs or bias).
   bool argmax_rows(const Work& work) const;
-  // Queues the argmax of the last forward's output rows (work's) into the next slot; returns it.
+  // Queues the argmax of the last forward's output rows (work's) into the next slot, after the
+  // masks of its grammar rows (mask_argmax_rows); returns the slot.
   int queue_argmax(Work& work);
+  bool has_grammar_rows(const Work& work) const;
+  // Computes the masks of work's rows with an active grammar and applies them to `logits`.
+  void mask_argmax_rows(const Work& work, const TensorView& logits);
   // Forgets the step queued ahead (its rows all ended), redeeming its queued argmax.
   void drop_ahead();
   // Builds the ForwardBatch and runs it. token_ids: the batch's ids on the device (each chunk is
@@ -211,6 +217,8 @@ class EngineLoop {
   std::vector<model::StateCheckpoint> checkpoints_;  // recurrent state wanted at block ends (prefix cache)
   std::vector<SampleRow> sample_rows_;               // [n_outputs]
   std::vector<SampledToken> sampled_;                // [n_outputs]
+  std::vector<uint32_t> masks_;                      // mask_argmax_rows: the step's masks and rows
+  std::vector<int32_t> mask_rows_;
   // The step queued ahead (plan_ahead): its forward is issued, its sampling is next. Loop thread.
   std::optional<Work> ahead_;
   int argmax_slot_ = 0;  // BatchSampler argmax slot of the next queue_argmax

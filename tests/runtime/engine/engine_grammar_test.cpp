@@ -122,8 +122,10 @@ TEST_F(EngineGrammarTest, MixedBatchFollowsEveryGrammar) {
   std::vector<RequestParams> ps;
   for (const Case& c : cases) ps.push_back(request(prompt, c.sampling, kMax, c.gbnf ? tables(c.gbnf) : nullptr));
 
-  auto run = [&](int32_t max_running) {
-    auto loop = EngineLoop::create(model(), tok(), {.n_ctx = test::kEngineCtx, .max_running = max_running});
+  int64_t steps_ahead = 0;  // of the last run
+  auto run = [&](int32_t max_running, DecodePipeline pipeline = DecodePipeline::kAuto) {
+    auto loop = EngineLoop::create(model(), tok(),
+                                   {.n_ctx = test::kEngineCtx, .max_running = max_running, .pipeline = pipeline});
     EXPECT_TRUE(loop.ok());
     std::vector<RequestResult> out;
     if (max_running == 1) {
@@ -137,15 +139,28 @@ TEST_F(EngineGrammarTest, MixedBatchFollowsEveryGrammar) {
     const EngineLoopStats st = (*loop)->stats();
     EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok());
     EXPECT_GT(st.n_masked_rows, 0);
+    steps_ahead = st.n_steps_ahead;
     if (max_running > 1) { EXPECT_GE(st.max_rows_in_step, static_cast<int32_t>(ps.size())); }
     return out;
   };
   const std::vector<RequestResult> batched = run(32);
   const std::vector<RequestResult> solo = run(1);
+  // The overlapped decode (forced on the CPU): greedy grammar rows get their masks between the
+  // next step's forward and its argmax.
+  const std::vector<RequestResult> overlapped = run(1, DecodePipeline::kOn);
+  EXPECT_GT(steps_ahead, 100) << "grammar rows took the overlapped decode";
+  std::vector<RequestParams> greedy;
+  for (size_t i = 0; i < 4; ++i) greedy.push_back(ps[i]);
+  std::swap(ps, greedy);
+  const std::vector<RequestResult> overlapped_batch = run(4, DecodePipeline::kOn);
+  EXPECT_GT(steps_ahead, 10);
+  std::swap(ps, greedy);
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string what = "case " + std::to_string(i);
     ASSERT_TRUE(batched[i].status.ok()) << what << ": " << batched[i].status.to_string();
     test::expect_same(batched[i], solo[i], i);
+    test::expect_same(overlapped[i], solo[i], i);
+    if (i < overlapped_batch.size()) test::expect_same(overlapped_batch[i], solo[i], i);
     if (cases[i].gbnf != nullptr) expect_sentence(batched[i], cases[i].gbnf, what);
   }
   // References after the loops (they share the model's thread pool).
