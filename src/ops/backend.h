@@ -133,6 +133,10 @@ class Backend {
   // once (download) and wait does nothing. Used to keep the host ahead of the device in decode.
   virtual Readback download_async(void* dst, const TensorView& src);
   virtual void wait(Readback readback);
+  // Starts the work issued so far without waiting for it (a device that records verbs launches
+  // them now rather than at the next download): the engine loop calls it before host work that
+  // the device should not wait for. The default does nothing.
+  virtual void flush() {}
   // Does work issued to this backend run while the host goes on (a device with a stream)? Only
   // then does issuing the next step before reading this one back (the engine loop's overlapped
   // decode, EngineLoopOptions::pipeline) pay.

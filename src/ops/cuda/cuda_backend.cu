@@ -179,6 +179,7 @@ class CudaBackend final : public Backend {
     CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));  // src may be freed when we return
     runner_->synced();
   }
+  void flush() override { runner_->flush(); }
   void download(void* dst, const TensorView& src) override {
     CERA_CHECK(src.device == Device::kCuda);
     runner_->flush();

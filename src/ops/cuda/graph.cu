@@ -29,14 +29,14 @@ class HostTimer {
   std::chrono::steady_clock::time_point t0_;
 };
 
-// Two halves of host arrays: decode needs a few KB a log, grammar masks 6 KB (a 49k vocabulary)
-// to 32 KB (262k) a constrained row; a log whose arrays do not fit runs eagerly.
-constexpr uint64_t kArenaBytes = 8ull << 20;
-constexpr uint64_t kHalfBytes = kArenaBytes / 2;  // one log's room
-// Executable graphs kept (LRU). The arena half is part of a log's topology, so a decode shape
-// alternating between the halves keeps two graphs (two replays, no cudaGraphExecUpdate per
-// step); 16 holds those of a session's decode, its short prompt tails and a few batch buckets.
-constexpr size_t kMaxEntries = 16;
+// kArenaSlots parts of host arrays (graph.h): decode needs a few KB a log, grammar masks 6 KB (a
+// 49k vocabulary) to 32 KB (262k) a constrained row; a log whose arrays do not fit runs eagerly.
+constexpr uint64_t kArenaBytes = 12ull << 20;
+constexpr uint64_t kHalfBytes = kArenaBytes / kArenaSlots;  // one log's room
+// Executable graphs kept (LRU). The arena part is part of a log's topology, so a decode shape
+// cycling through the parts keeps one graph a part (replays, no cudaGraphExecUpdate per step);
+// 24 holds those of a session's decode, its short prompt tails and a few batch buckets.
+constexpr size_t kMaxEntries = 24;
 
 uint64_t bucket(uint64_t bytes) {  // slot size: block tables grow without changing the signature
   uint64_t b = 64;
@@ -386,7 +386,7 @@ void GraphRunner::flush() {
   }
   sig_.clear();
   SigWriter w{sig_};
-  w.put(uint64_t(half_), true);  // two graphs for the two halves, each replayed as it is
+  w.put(uint64_t(half_), true);  // a graph for each arena part, each replayed as it is
   w.put(arena_pos_, false);
   for (const Call& c : log_) write_call(w, c, arena_host_);
   Entry* hit = nullptr;
@@ -412,7 +412,7 @@ void GraphRunner::flush() {
   }
   ++stats_.launches;
   half_unsynced_[half_] = true;
-  half_ ^= 1;  // the next log stages into the other half while this graph runs
+  half_ = (half_ + 1) % kArenaSlots;  // the next log stages into the next part while this graph runs
   ctx_.act_cache() = {};
   log_.clear();
   staged_.clear();

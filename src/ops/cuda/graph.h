@@ -6,9 +6,12 @@
 // graph without capture; a new signature is captured and either updates the executable graph of
 // the same topology (cudaGraphExecUpdate) or is instantiated. Host arrays are copied at record
 // time into a pinned staging arena whose device mirror one memcpy node at the graph's head fills.
-// The arena has two halves used by alternate logs, so the host can record step N+1 while the
-// graph of step N (reading the other half) still runs: a log waits only for the launch that last
-// used its half (the engine loop's overlapped decode, EngineLoopOptions::pipeline).
+// The arena has kArenaSlots parts used by successive logs in turn, so the host can record step
+// N+1 while the graph of step N (reading another part) still runs: a log waits only for the
+// launch that last used its part (the engine loop's overlapped decode, EngineLoopOptions::
+// pipeline). Three parts, not two: a decode step with grammar masks is two logs (the forward,
+// launched at once, then the masks and the argmax once the host has the previous tokens), and
+// the next forward must not wait for the forward still running.
 // Decision: logging (rather than capturing every forward) is what removes the host cost: a hit
 // costs validation + a signature compare + one cudaGraphLaunch. Replay also fuses call patterns
 // (fused.h) that the eager API cannot see. Batches that reach cuBLAS run eagerly, uncaptured.
@@ -24,6 +27,8 @@
 #include "ops/cuda/cuda_context.h"
 
 namespace cera::ops::cuda {
+
+inline constexpr int kArenaSlots = 3;
 
 enum class Verb : uint8_t {
   kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention, kTopK,
@@ -72,7 +77,9 @@ class GraphRunner {
   // Device memory freed or overwritten outside the verbs (buffer release, upload, copy).
   void memory_changed(const void* data, uint64_t bytes) { ctx_.memory_changed(data, bytes); }
   // The caller synchronised the stream: staging may be rewritten without waiting.
-  void synced() { half_unsynced_[0] = half_unsynced_[1] = false; }
+  void synced() {
+    for (bool& u : half_unsynced_) u = false;
+  }
 
   struct Stats {
     uint64_t launches = 0, captures = 0, updates = 0, instantiations = 0;
@@ -102,7 +109,7 @@ class GraphRunner {
   std::vector<Call> log_;
   std::byte* arena_host_ = nullptr;  // pinned
   std::byte* arena_device_ = nullptr;
-  int half_ = 0;           // the arena half this log stages into
+  int half_ = 0;           // the arena part this log stages into
   uint64_t arena_pos_ = 0;  // bytes staged in it
   struct Staged {
     const void* src;
@@ -111,10 +118,10 @@ class GraphRunner {
   std::vector<Staged> staged_;  // this log's copies, for reuse of repeated arrays
   std::vector<Entry> entries_;
   uint64_t use_clock_ = 0, epoch_ = 0;
-  uint64_t half_base() const;  // offset of half_ in the arena
-  // Per half: recorded after the last launch that read it, and whether it may still be running.
-  cudaEvent_t half_done_[2] = {nullptr, nullptr};
-  bool half_unsynced_[2] = {false, false};
+  uint64_t half_base() const;  // offset of part half_ in the arena
+  // Per part: recorded after the last launch that read it, and whether it may still be running.
+  cudaEvent_t half_done_[kArenaSlots] = {};
+  bool half_unsynced_[kArenaSlots] = {};
   std::vector<uint64_t> sig_;  // scratch for the signature being built
   Stats stats_;
   std::unique_ptr<class VerbProfiler> profiler_;  // CERA_CUDA_PROFILE=1 (profile.h)

@@ -310,6 +310,7 @@ bool EngineLoop::step() {
     if (next) {
       st = forward(*next, &work.argmax_ids);
       if (st.ok() && !masks_next) queue_argmax(*next);
+      if (st.ok() && masks_next) model_->backend().flush();  // runs while the host waits and masks
     }
     const std::span<const int32_t> picked = batch_sampler_.wait_argmax(slot);
     {
