@@ -275,9 +275,19 @@ class Converter {
       if (s.contains("pattern") || s.contains("minLength") || s.contains("maxLength")) {
         return error(path + "/format", "format together with pattern or lengths is not supported");
       }
-      const std::string d2 = "[0-9]{2}";
-      std::string date = "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )";
-      std::string time = "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" ( [0-5] [0-9] | \"60\" ) ( \".\" [0-9]+ )? ( [Zz] | [-+] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )";
+      // Exactly the calendar dates of years 0001-9999 (RFC 3339 full-date as Python's
+      // date.fromisoformat and jsonschema's rfc3339 checker read it): month lengths, and 02-29
+      // only in leap years (a multiple of 4 that is not a century, or a multiple of 400).
+      const std::string mult4 = "( [02468] [48] | [2468] \"0\" | [13579] [26] )";  // 04 .. 96, not 00
+      const std::string not4 = "( [02468] [1235679] | [13579] [01345789] )";
+      const std::string d28 = "( \"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8] )";
+      const std::string months = "( ( \"01\" | \"03\" | \"05\" | \"07\" | \"08\" | \"10\" | \"12\" ) \"-\" ( " + d28 +
+                                 " | \"29\" | \"30\" | \"31\" ) | ( \"04\" | \"06\" | \"09\" | \"11\" ) \"-\" ( " + d28 +
+                                 " | \"29\" | \"30\" ) | \"02-\" " + d28;
+      std::string date = "( ( [0-9]{2} " + mult4 + " | " + mult4 + " \"00\" ) \"-\" " + months + " | \"02-29\" ) | ( [0-9]{2} " +
+                         not4 + " | " + not4 + " \"00\" ) \"-\" " + months + " ) )";
+      // Seconds 00-59: the checker refuses a leap second (T and Z in either case, as it upper-cases).
+      std::string time = "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]+ )? ( [Zz] | [-+] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )";
       std::string body;
       if (f == "date") body = date;
       else if (f == "time") body = time;

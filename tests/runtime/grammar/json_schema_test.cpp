@@ -5,10 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
 #include <optional>
+#include <random>
 #include <regex>
 #include <string>
 
+#include "runtime/grammar/grammar.h"
 #include "runtime/grammar/json_schema_parts.h"
 
 namespace cera::runtime::grammar {
@@ -116,6 +122,68 @@ TEST(JsonSchemaIntegerRange, LargeBounds) {
   std::regex re = to_regex(g);
   for (const char* s : {"123456789012", "987654321098", "500000000000"}) EXPECT_TRUE(std::regex_match(s, re)) << s;
   for (const char* s : {"123456789011", "987654321099", "99999999999", "1000000000000"}) EXPECT_FALSE(std::regex_match(s, re)) << s;
+}
+
+}  // namespace
+}  // namespace cera::runtime::grammar
+
+namespace cera::runtime::grammar {
+namespace {
+
+// format date / time / date-time against the calendar (C++20 chrono's year_month_day::ok(),
+// years 1-9999) and RFC 3339's time as jsonschema's checker (rfc3339-validator, after
+// upper-casing) reads it: seconds 00-59.
+std::string fmt_date(int y, unsigned m, unsigned d) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02u", y, m, d);
+  return buf;
+}
+
+bool accepts_format(const std::string& format, const std::string& text) {
+  static std::map<std::string, std::shared_ptr<const Grammar>> grammars;
+  auto& g = grammars[format];
+  if (g == nullptr) {
+    auto gbnf = json_schema_to_gbnf(R"({"type": "string", "format": ")" + format + "\"}");
+    EXPECT_TRUE(gbnf.ok()) << gbnf.status().to_string();
+    auto compiled = compile_gbnf(*gbnf);
+    EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+    g = *compiled;
+  }
+  ByteMatcher m(g);
+  return m.accept("\"" + text + "\"") && m.can_end();
+}
+
+TEST(JsonSchemaFormat, DatesAreExactlyTheCalendarsDays) {
+  std::vector<int> years = {0, 1, 2, 3, 4, 96, 100, 104, 200, 300, 400, 1600, 1700, 1800, 1900, 1996,
+                            1999, 2000, 2023, 2024, 2100, 2400, 9600, 9996, 9999};
+  std::mt19937 rng(5);
+  for (int i = 0; i < 40; ++i) years.push_back(static_cast<int>(rng() % 10000));
+  int checked = 0;
+  for (const int y : years) {
+    for (unsigned m = 0; m <= 13; ++m) {
+      for (unsigned d = 0; d <= 32; ++d) {
+        if (m > 12 && d > 1) continue;
+        const std::chrono::year_month_day ymd{std::chrono::year(y), std::chrono::month(m), std::chrono::day(d)};
+        const bool want = y >= 1 && ymd.ok();
+        const std::string text = fmt_date(y, m, d);
+        EXPECT_EQ(accepts_format("date", text), want) << text;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 20000);
+  EXPECT_TRUE(accepts_format("date-time", "2024-02-29T23:59:59.5+05:30"));
+  EXPECT_FALSE(accepts_format("date-time", "2023-02-29T23:59:59Z"));
+  EXPECT_TRUE(accepts_format("date-time", "2024-02-29t23:59:59z"));  // jsonschema upper-cases first
+}
+
+TEST(JsonSchemaFormat, TimesAreRfc3339AsTheCheckerReadsThem) {
+  EXPECT_TRUE(accepts_format("time", "00:00:00Z"));
+  EXPECT_TRUE(accepts_format("time", "23:59:59.123456-12:00"));
+  EXPECT_FALSE(accepts_format("time", "23:59:60Z"));  // a leap second: jsonschema's checker refuses it
+  EXPECT_FALSE(accepts_format("time", "24:00:00Z"));
+  EXPECT_TRUE(accepts_format("time", "12:00:00z"));
+  EXPECT_FALSE(accepts_format("time", "12:00:00"));
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 //    tokenizer picks for them, cera every token that is a prefix of them (as in GrammarReference);
 //  - DEL: llguidance's JSON strings refuse U+007F unescaped; JSON (RFC 8259) and cera allow it,
 //    so the extra tokens are exactly those holding byte 0x7F (SchemaDifferences checks both);
-//  - format regexes: llguidance's date (and date-time) knows 30-day months and February's 29
-//    days, its email is RFC 5321's dot-string (no leading, trailing or double dot, '/' allowed;
+//  - format regexes: llguidance's date (and date-time) allows February 29 in every year and year
+//    0000, where cera's follows the calendar (years 0001-9999, as jsonschema's checker); its time
+//    allows a leap second (60), which jsonschema's checker refuses; its email is RFC 5321's dot-string (no leading, trailing or double dot, '/' allowed;
 //    domain labels not ending in '-'; an [IPv4] literal). Counted as explained only when the
 //    schema with those formats written as patterns of llguidance's regexes (kLlguidanceFormats)
 //    gives exactly llguidance's mask through cera.
@@ -53,6 +54,7 @@ const std::string kLabel = "[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?";
 std::string llguidance_format(const std::string& f) {
   if (f == "date") return "^" + kDate + "$";
   if (f == "date-time") return "^" + kDate + "[tT]" + kTime + "$";
+  if (f == "time") return "^" + kTime + "$";
   if (f == "email") {
     return "^" + kAtext + "+(\\." + kAtext + "+)*@(" + kLabel + "(\\." + kLabel + ")*|\\[(" +
            kOctet + "\\.){3}" + kOctet + "\\])$";
@@ -60,7 +62,7 @@ std::string llguidance_format(const std::string& f) {
   return "";
 }
 
-// `schema` with every date, date-time and email format written as llguidance's regex; false
+// `schema` with every date, date-time, time and email format written as llguidance's regex; false
 // when it has none.
 bool with_llguidance_formats(Json& schema) {
   bool changed = false;
@@ -386,8 +388,12 @@ TEST(GrammarSchemaReference, ExplainedDifferences) {
   const Json date = {{"type", "string"}, {"format", "date"}};
   Json date_llg = date;
   ASSERT_TRUE(with_llguidance_formats(date_llg));
+  for (const char* d : {"\"2023-02-29\"", "\"1900-02-29\"", "\"0000-01-01\""}) {
+    EXPECT_FALSE(accepts(date, d)) << d;
+    EXPECT_TRUE(accepts(date_llg, d)) << d;
+  }
   for (const char* d : {"\"2024-02-30\"", "\"2023-04-31\"", "\"2023-11-31\""}) {
-    EXPECT_TRUE(accepts(date, d)) << d;
+    EXPECT_FALSE(accepts(date, d)) << d;
     EXPECT_FALSE(accepts(date_llg, d)) << d;
   }
   for (const char* d : {"\"2024-02-29\"", "\"2023-12-31\"", "\"2023-04-30\""}) {
@@ -397,9 +403,15 @@ TEST(GrammarSchemaReference, ExplainedDifferences) {
   const Json dt = {{"type", "string"}, {"format", "date-time"}};
   Json dt_llg = dt;
   ASSERT_TRUE(with_llguidance_formats(dt_llg));
-  EXPECT_TRUE(accepts(dt, "\"2023-06-31T10:00:00Z\""));
+  EXPECT_FALSE(accepts(dt, "\"2023-06-31T10:00:00Z\""));
   EXPECT_FALSE(accepts(dt_llg, "\"2023-06-31T10:00:00Z\""));
+  EXPECT_TRUE(accepts(dt, "\"2023-06-30t10:00:00.5+01:00\""));
   EXPECT_TRUE(accepts(dt_llg, "\"2023-06-30t10:00:00.5+01:00\""));
+  const Json time = {{"type", "string"}, {"format", "time"}};
+  Json time_llg = time;
+  ASSERT_TRUE(with_llguidance_formats(time_llg));
+  EXPECT_FALSE(accepts(time, "\"23:59:60Z\""));
+  EXPECT_TRUE(accepts(time_llg, "\"23:59:60Z\""));
 
   const Json email = {{"type", "string"}, {"format", "email"}};
   Json email_llg = email;
