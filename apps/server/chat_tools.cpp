@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "runtime/grammar/prepare.h"
 
 namespace cera::server {
