@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/mma.cuh"
 
 namespace cera::ops::cuda::direct {
 
@@ -95,6 +96,47 @@ __device__ __forceinline__ int x_piece(int t, int j, int p) {
 // Accumulator (mt, ni) of warp `warp`: e 0, 1 at weight row g, tokens 2c, 2c+1 of n8 tile ni;
 // e 2, 3 at row g+8. With splits, every block stores its partial tile and the last block of a
 // tile to arrive adds the splits in split order (deterministic), then stores (+ bias).
+// One superstep of one lane: its quad's block j of its four weight rows (rows g, g + 8 of both
+// m16 tiles: codes q, scales d) times tokens 8 ni + g of the activations' chunk `buf`, added to
+// acc. 8 k16 steps (word w of the code words, low then high nibbles): step (hb, w) takes
+// elements 16 hb + 4 w + {0, 2 | 1, 3} of the block. Both kernels sum through this, so their
+// k order is one.
+template <int kNN, int kKC>
+__device__ __forceinline__ void superstep_mma(const uint4 (&q)[2][2], const __half2 (&d)[2][2], const uint4* buf,
+                                              int j, int g, float (&acc)[2][kNN][4]) {
+#pragma unroll
+  for (int hb = 0; hb < 2; ++hb) {
+#pragma unroll
+    for (int qp = 0; qp < 2; ++qp) {
+      uint4 xv[kNN];  // token 8 ni + g: elements 16 hb + 8 qp .. + 7 of block j
+#pragma unroll
+      for (int ni = 0; ni < kNN; ++ni) xv[ni] = buf[x_piece<kKC>(8 * ni + g, j, 2 * hb + qp)];
+#pragma unroll
+      for (int qq = 0; qq < 2; ++qq) {
+        const int qi = 2 * qp + qq;
+        uint32_t a[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const uint32_t* qw = &q[mt][h].x;
+            const uint32_t w = qw[qi] >> (4 * hb);
+            a[mt][h] = q4_pair(w & 0x000F000Fu, d[mt][h]);            // elements +0, +2
+            a[mt][2 + h] = q4_pair((w >> 8) & 0x000F000Fu, d[mt][h]);  // elements +1, +3
+          }
+        }
+#pragma unroll
+        for (int ni = 0; ni < kNN; ++ni) {
+          const uint32_t lo = qq == 0 ? xv[ni].x : xv[ni].z, hi = qq == 0 ? xv[ni].y : xv[ni].w;
+          const uint32_t b0 = __byte_perm(lo, hi, 0x5410), b1 = __byte_perm(lo, hi, 0x7632);
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) mma::mma16816(acc[mt][ni], a[mt], b0, b1);
+        }
+      }
+    }
+  }
+}
+
 template <int kNN>
 __device__ __forceinline__ void direct_epilogue(const DirectParams& p, const BlockWork& w, float (&acc)[2][kNN][4]) {
   constexpr int kTT = 8 * kNN;

@@ -142,9 +142,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksSM) gemm_rows_ring_kernel(con
       for (int e = 0; e < 4; ++e) acc[mt][ni][e] = 0.0f;
     }
   }
-  // Superstep ls of the chunk in buffer buf, from stage st: the register kernel's compute, step
-  // for step (8 k16 steps; step (hb, q) takes elements 16 hb + 4 q + {0, 2 | 1, 3} of each
-  // lane's block).
+  // Superstep ls of the chunk in buffer buf, from stage st: the register kernel's product
+  // (direct::superstep_mma) on the codes and scales read from the stage.
   auto compute = [&](const uint8_t* st, bool in, const uint4* buf, int ls) {
     uint4 q[2][2];
     __half2 d[2][2];
@@ -157,38 +156,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksSM) gemm_rows_ring_kernel(con
         d[mt][h] = __half2half2(in ? s : __ushort_as_half(0));  // a block past the row: zero
       }
     }
-    const int j = 4 * ls + c;
-#pragma unroll
-    for (int hb = 0; hb < 2; ++hb) {
-#pragma unroll
-      for (int qp = 0; qp < 2; ++qp) {
-        uint4 xv[kNN];  // token 8 ni + g: elements 16 hb + 8 qp .. + 7 of block j
-#pragma unroll
-        for (int ni = 0; ni < kNN; ++ni) xv[ni] = buf[x_piece<kKC>(8 * ni + g, j, 2 * hb + qp)];
-#pragma unroll
-        for (int qq = 0; qq < 2; ++qq) {
-          const int qi = 2 * qp + qq;
-          uint32_t a[2][4];
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const uint32_t* qw = &q[mt][h].x;
-              const uint32_t w = qw[qi] >> (4 * hb);
-              a[mt][h] = q4_pair(w & 0x000F000Fu, d[mt][h]);            // elements +0, +2
-              a[mt][2 + h] = q4_pair((w >> 8) & 0x000F000Fu, d[mt][h]);  // elements +1, +3
-            }
-          }
-#pragma unroll
-          for (int ni = 0; ni < kNN; ++ni) {
-            const uint32_t lo = qq == 0 ? xv[ni].x : xv[ni].z, hi = qq == 0 ? xv[ni].y : xv[ni].w;
-            const uint32_t b0 = __byte_perm(lo, hi, 0x5410), b1 = __byte_perm(lo, hi, 0x7632);
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) mma16816(acc[mt][ni], a[mt], b0, b1);
-          }
-        }
-      }
-    }
+    direct::superstep_mma<kNN, kKC>(q, d, buf, 4 * ls + c, g, acc);
   };
 
   // Groups, in commit order: stages 0 .. R-2, chunk 0, then one a superstep i (chunk ci + 1 at
