@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "runtime/chat/python_escape.h"
+
 namespace cera::runtime::chat {
 
 std::string to_string(SourcePos pos) {
@@ -208,65 +210,9 @@ class Lexer {
         out += c;
         continue;
       }
-      const char e = src_[pos_++];
-      switch (e) {
-        case 'n':
-          out += '\n';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '\'':
-          out += '\'';
-          break;
-        case '"':
-          out += '"';
-          break;
-        case '\n':
-          break;
-        case 'a':
-          out += '\a';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'v':
-          out += '\v';
-          break;
-        case '0':
-          out += '\0';
-          break;
-        case 'x':
-        case 'u':
-        case 'U': {
-          const size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          if (pos_ + n > src_.size()) return error(start, "bad escape in string literal");
-          uint32_t cp = 0;
-          for (size_t i = 0; i < n; ++i) {
-            const char h = src_[pos_ + i];
-            if (!std::isxdigit(static_cast<unsigned char>(h)))
-              return error(start, "bad escape in string literal");
-            cp = cp * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h))
-                                                     ? h - '0'
-                                                     : (std::tolower(h) - 'a' + 10));
-          }
-          pos_ += n;
-          append_utf8(cp, out);
-          break;
-        }
-        default:
-          out += '\\';
-          out += e;
-      }
+      const PythonEscape esc = python_escape(src_, pos_, out);
+      if (esc.kind == PythonEscape::Kind::kBadHex) return error(start, "bad escape in string literal");
+      if (esc.kind == PythonEscape::Kind::kCodePoint) append_utf8(esc.code_point, out);
     }
     if (pos_ >= src_.size()) return error(start, "unterminated string literal");
     ++pos_;

@@ -4,6 +4,7 @@
 // keys). Nothing is evaluated; any other expression is an error. Nesting is bounded.
 #include <nlohmann/json.hpp>
 
+#include "runtime/chat/python_escape.h"
 #include "runtime/chat/tool_call_parts.h"
 #include "tokenizer/unicode/unicode.h"
 
@@ -187,60 +188,12 @@ class Reader {
         continue;
       }
       if (p_ >= s_.size()) break;
-      c = s_[p_++];
-      switch (c) {
-        case 'n':
-          out += '\n';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'v':
-          out += '\v';
-          break;
-        case 'a':
-          out += '\a';
-          break;
-        case '0':
-          out += '\0';
-          break;
-        case '\n':
-          break;  // line continuation
-        case '\\':
-        case '\'':
-        case '"':
-          out += c;
-          break;
-        case 'x':
-        case 'u':
-        case 'U': {
-          const size_t n = c == 'x' ? 2 : c == 'u' ? 4 : 8;
-          if (p_ + n > s_.size()) return error("hex digits of an escape");
-          uint32_t cp = 0;
-          for (size_t i = 0; i < n; ++i) {
-            const char h = s_[p_++];
-            const int d = (h >= '0' && h <= '9')   ? h - '0'
-                          : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                          : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                                   : -1;
-            if (d < 0) return error("hex digits of an escape");
-            cp = cp * 16 + static_cast<uint32_t>(d);
-          }
-          if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return error("a valid code point");
-          tokenizer::unicode::append_utf8(out, cp);
-          break;
-        }
-        default:
-          out += '\\', out += c;  // Python keeps unknown escapes as written
+      const PythonEscape esc = python_escape(s_, p_, out);
+      if (esc.kind == PythonEscape::Kind::kBadHex) return error("hex digits of an escape");
+      if (esc.kind == PythonEscape::Kind::kCodePoint) {
+        const uint32_t cp = esc.code_point;
+        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return error("a valid code point");
+        tokenizer::unicode::append_utf8(out, cp);
       }
     }
     if (!eat(q)) return error("the string's closing quote");

@@ -25,19 +25,10 @@ size_t partial_suffix(std::string_view s, std::string_view marker) {
   return 0;
 }
 
+// The marker a call block starts with: the lazy grammar's trigger, except Llama 3's "{", which
+// has no marker (its calls are found at the start of the output instead).
 std::string_view start_marker(ToolCallFormat f) {
-  switch (f) {
-    case ToolCallFormat::kHermes:
-      return "<tool_call>";
-    case ToolCallFormat::kLfm2:
-      return "<|tool_call_start|>";
-    case ToolCallFormat::kMistral:
-      return "[TOOL_CALLS]";
-    case ToolCallFormat::kGranite:
-      return "<|tool_call|>";
-    default:
-      return "";
-  }
+  return f == ToolCallFormat::kLlama3 ? std::string_view() : tool_call_trigger(f);
 }
 
 // Hermes and LFM2 close their blocks with a marker; the others end with their JSON value.
