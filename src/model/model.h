@@ -32,6 +32,14 @@ struct StateCheckpoint {
   std::span<const TensorView> state;  // [n_layer]
 };
 
+// What forward() computes for the output rows.
+enum class ForwardOutput : uint8_t {
+  kLogits,  // [n_vocab, n_out]: the next-token logits
+  // [n_embd, n_out]: the final hidden states, what embeddings pool: after the final norm in a
+  // decoder (the vector the output head would multiply), the last layer's output in an encoder.
+  kHidden,
+};
+
 // One batch: tokens of one or more sequences, flattened. Host memory, owned by the caller.
 struct ForwardBatch {
   std::span<const int32_t> tokens;       // [n_tokens]; only its size counts when token_ids is set
@@ -44,7 +52,8 @@ struct ForwardBatch {
   // The sliding-window layers' tables (KvCache::ring_table, ring_slot); required when the
   // model has such layers, empty otherwise.
   RingTables ring;
-  std::span<const int32_t> output_rows;  // indices into tokens whose logits are wanted, ascending
+  std::span<const int32_t> output_rows;  // indices into tokens whose outputs are wanted, ascending
+  ForwardOutput output = ForwardOutput::kLogits;
   // Recurrent state of the layers that keep one (KvGeometry::kinds), per sequence of the batch:
   // recurrent_state[j * n_layer + il] is sequence j's view for layer il (an empty view for a
   // layer without state). forward() reads it and leaves it describing the state after the
@@ -101,8 +110,12 @@ class Model {
   // Runs the batch: stores its K/V into `kv` (one KvLayer per layer) and writes the logits of
   // `output_rows`, in order, to `logits` ([n_vocab, output_rows.size()] floats, host memory).
   // An empty `logits` leaves them on the backend's device instead (device_logits()), for
-  // sampling there without reading back the vocabulary.
+  // sampling there without reading back the vocabulary. With batch.output == kHidden it writes
+  // the rows' hidden states instead ([n_embd, output_rows.size()]; `logits` must not be empty).
   virtual Status forward(const ForwardBatch& batch, std::span<const ops::KvLayer> kv, std::span<float> logits) = 0;
+  // false: an encoder (bert): each token attends to every token of its sequence, so a sequence
+  // must be whole inside one forward(), and only ForwardOutput::kHidden is computed.
+  virtual bool causal() const { return true; }
   // The output rows' logits of the last forward(), on the backend's device, valid until the next
   // forward(); `softcap` is still to be applied (final = softcap * tanh(x / softcap) when > 0),
   // which Backend::top_k does, and read_logits().

@@ -109,9 +109,7 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
   if (geometry.has_sliding() && !has_ring_tables(batch)) {
     return invalid_argument("batch has no ring tables for the sliding-window layers (ForwardBatch::ring)");
   }
-  if (!logits.empty() && logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) {
-    return invalid_argument("logits buffer has the wrong size");
-  }
+  CERA_RETURN_IF_ERROR(check_output_buffer(batch, logits, hp.n_vocab, hp.n_embd));
   CERA_RETURN_IF_ERROR(check_token_ids(batch, backend_, hp.n_vocab));
   const Scratch& s = *scratch_;
   const TensorView x = s.x(n), h = s.h(n);
@@ -129,11 +127,13 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
     backend_.add_scaled(x, x, h, hp.residual_scale);
   }
   if (n_out == 0) return {};
-  last_logits_ = output_head_forward(backend_, s, head_,
-                                     {.rms_eps = hp.rms_eps,
-                                      .logit_scale = hp.logit_scale,
-                                      .final_softcap = hp.final_logit_softcap},
-                                     x, batch.output_rows, logits);
+  const TensorView out = output_head_forward(backend_, s, head_,
+                                             {.rms_eps = hp.rms_eps,
+                                              .logit_scale = hp.logit_scale,
+                                              .final_softcap = hp.final_logit_softcap,
+                                              .output = batch.output},
+                                             x, batch.output_rows, logits);
+  if (batch.output == ForwardOutput::kLogits) last_logits_ = out;
   return {};
 }
 

@@ -119,9 +119,7 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
     return invalid_argument("batch of " + std::to_string(n) + " tokens, expected 1.." + std::to_string(scratch_->max_tokens()));
   }
   if (kv.size() != layers_.size()) return invalid_argument("KV cache has the wrong number of layers");
-  if (!logits.empty() && logits.size() != static_cast<size_t>(n_out * hp.n_vocab)) {
-    return invalid_argument("logits buffer has the wrong size");
-  }
+  CERA_RETURN_IF_ERROR(check_output_buffer(batch, logits, hp.n_vocab, hp.n_embd));
   CERA_RETURN_IF_ERROR(check_token_ids(batch, backend_, hp.n_vocab));
   std::vector<SequenceRun> runs;
   std::vector<TensorView> layer_states;  // [n_seqs] of the current layer
@@ -158,7 +156,9 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
     backend_.add_scaled(x, x, h, 1.0f);
   }
   if (n_out == 0) return {};
-  last_logits_ = output_head_forward(backend_, s, head_, {.rms_eps = hp.rms_eps}, x, batch.output_rows, logits);
+  const TensorView out = output_head_forward(backend_, s, head_, {.rms_eps = hp.rms_eps, .output = batch.output}, x,
+                                             batch.output_rows, logits);
+  if (batch.output == ForwardOutput::kLogits) last_logits_ = out;
   return {};
 }
 

@@ -20,6 +20,22 @@ Result<OutputHead> load_output_head(WeightLoader& loader, ops::Backend& backend,
   return h;
 }
 
+Status check_output_buffer(const ForwardBatch& batch, std::span<const float> out, int64_t n_vocab, int64_t n_embd) {
+  const auto n_out = static_cast<int64_t>(batch.output_rows.size());
+  if (batch.output == ForwardOutput::kHidden) {
+    if (out.size() != static_cast<size_t>(n_out * n_embd)) {
+      return invalid_argument("hidden-state buffer holds " + std::to_string(out.size()) + " floats, expected " +
+                              std::to_string(n_out * n_embd) + " (n_embd " + std::to_string(n_embd) + " x " +
+                              std::to_string(n_out) + " output rows)");
+    }
+    return {};
+  }
+  if (!out.empty() && out.size() != static_cast<size_t>(n_out * n_vocab)) {
+    return invalid_argument("logits buffer has the wrong size");
+  }
+  return {};
+}
+
 TensorView output_head_forward(ops::Backend& backend, const Scratch& scratch, const OutputHead& head,
                                const OutputHeadParams& params, const TensorView& x,
                                std::span<const int32_t> output_rows, std::span<float> logits) {
@@ -28,6 +44,10 @@ TensorView output_head_forward(ops::Backend& backend, const Scratch& scratch, co
   const TensorView rows = scratch.h(n_out);
   backend.embed(rows, x, output_rows, 1.0f);
   backend.rms_norm(rows, rows, head.norm, params.rms_eps);
+  if (params.output == ForwardOutput::kHidden) {
+    backend.download(logits.data(), rows);
+    return rows;
+  }
   const TensorView out = scratch.logits(n_out);
   backend.matmul(out, head.output, rows);
   if (params.logit_scale != 1.0f) backend.scale(out, 1.0f / params.logit_scale);

@@ -19,14 +19,21 @@ struct OutputHead {
 Result<OutputHead> load_output_head(WeightLoader& loader, ops::Backend& backend, const TensorView& token_embd,
                                     int64_t n_embd, int64_t n_vocab, const std::string& norm_name);
 
+// forward()'s check of its output buffer: n_vocab (kLogits, or empty) or n_embd (kHidden, not
+// empty) floats per output row.
+Status check_output_buffer(const ForwardBatch& batch, std::span<const float> out, int64_t n_vocab, int64_t n_embd);
+
 struct OutputHeadParams {
   float rms_eps = 1e-6f;
   float logit_scale = 1.0f;    // logits are divided by it (granite)
   float final_softcap = 0.0f;  // applied on the host after a download (see Model::DeviceLogits)
+  ForwardOutput output = ForwardOutput::kLogits;  // kHidden: stop after the final norm
 };
 
 // Logits of batch.output_rows of x[n_embd, n_tokens] into scratch; downloaded into `logits` when
 // it is not empty (softcap applied there). Returns the device view (Model::device_logits()).
+// With params.output == kHidden: the normed rows [n_embd, n_out] instead, downloaded into
+// `logits` (which must then have n_embd * n_out floats).
 TensorView output_head_forward(ops::Backend& backend, const Scratch& scratch, const OutputHead& head,
                                const OutputHeadParams& params, const TensorView& x,
                                std::span<const int32_t> output_rows, std::span<float> logits);
