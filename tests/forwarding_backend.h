@@ -43,6 +43,11 @@ class ForwardingBackend : public ops::Backend {
   void rms_norm(const TensorView& o, const TensorView& x, const TensorView& w, float e) override {
     inner_->rms_norm(o, x, w, e);
   }
+  void layer_norm(const TensorView& o, const TensorView& x, const TensorView& w, const TensorView& b,
+                  float e) override {
+    inner_->layer_norm(o, x, w, b, e);
+  }
+  void activation(const TensorView& o, const TensorView& x, ops::Activation a) override { inner_->activation(o, x, a); }
   void rope(const TensorView& x, std::span<const int32_t> p, const ops::RopeParams& r) override { inner_->rope(x, p, r); }
   void gated_activation(const TensorView& o, const TensorView& g, const TensorView& u, ops::Activation a) override {
     inner_->gated_activation(o, g, u, a);

@@ -5,7 +5,7 @@
 
 namespace cera::model {
 namespace {
-constexpr std::array<std::pair<Arch, std::string_view>, 8> kNames = {{
+constexpr std::array<std::pair<Arch, std::string_view>, 9> kNames = {{
     {Arch::kLlama, "llama"},
     {Arch::kQwen2, "qwen2"},
     {Arch::kQwen3, "qwen3"},
@@ -14,6 +14,7 @@ constexpr std::array<std::pair<Arch, std::string_view>, 8> kNames = {{
     {Arch::kLfm2, "lfm2"},
     {Arch::kLfm2Moe, "lfm2moe"},
     {Arch::kQwen3Moe, "qwen3moe"},
+    {Arch::kBert, "bert"},
 }};
 }  // namespace
 

@@ -13,5 +13,6 @@ Result<std::unique_ptr<Model>> load_gemma3(const format::GgufFile&, ops::Backend
 Result<std::unique_ptr<Model>> load_lfm2(const format::GgufFile&, ops::Backend&, const LoadOptions&);
 Result<std::unique_ptr<Model>> load_lfm2moe(const format::GgufFile&, ops::Backend&, const LoadOptions&);
 Result<std::unique_ptr<Model>> load_qwen3moe(const format::GgufFile&, ops::Backend&, const LoadOptions&);
+Result<std::unique_ptr<Model>> load_bert(const format::GgufFile&, ops::Backend&, const LoadOptions&);
 
 }  // namespace cera::model

@@ -28,6 +28,22 @@ Result<int32_t> uniform_int(const format::GgufFile& f, const std::string& key, i
   return f.get<int32_t>(key);
 }
 
+// How embeddings of this file are pooled: llama.cpp's `<arch>.pooling_type` (0 none, 1 mean,
+// 2 cls, 3 last; others are refused) and cera's `cera.embedding.normalize` (false when the
+// checkpoint has no Normalize module; absent: normalise).
+Status read_embedding_keys(const format::GgufFile& f, const std::string& p, HParams& hp) {
+  if (f.has(p + "pooling_type")) {
+    CERA_ASSIGN_OR_RETURN(const int32_t type, f.get<int32_t>(p + "pooling_type"));
+    if (type < 0 || type > 3) {
+      return unsupported("key '" + p + "pooling_type' is " + std::to_string(type) +
+                         " (supported: 0 none, 1 mean, 2 cls, 3 last)");
+    }
+    hp.pooling_type = type;
+  }
+  CERA_ASSIGN_OR_RETURN(hp.embedding_normalize, f.get_or<bool>("cera.embedding.normalize", true));
+  return {};
+}
+
 Status positive(const std::string& key, int64_t value) {
   if (value <= 0) return invalid_argument("key '" + key + "' is " + std::to_string(value) + ", expected > 0");
   return {};
@@ -151,7 +167,9 @@ Result<HParams> read_hparams(const format::GgufFile& f, Arch arch) {
   }
   CERA_ASSIGN_OR_RETURN(hp.n_ff, uniform_int(f, p + "feed_forward_length", hp.n_layer));
   CERA_RETURN_IF_ERROR(positive(p + "feed_forward_length", hp.n_ff));
-  CERA_ASSIGN_OR_RETURN(hp.rms_eps, f.get<float>(p + "attention.layer_norm_rms_epsilon"));
+  // bert's norms are LayerNorms: their epsilon takes the RMS epsilon's place.
+  CERA_ASSIGN_OR_RETURN(hp.rms_eps, f.get<float>(p + (arch == Arch::kBert ? "attention.layer_norm_epsilon"
+                                                                           : "attention.layer_norm_rms_epsilon")));
 
   const int32_t default_head_dim = hp.n_embd / hp.n_head;
   CERA_ASSIGN_OR_RETURN(hp.head_dim, f.get_or<int32_t>(p + "attention.key_length", default_head_dim));
@@ -187,6 +205,7 @@ Result<HParams> read_hparams(const format::GgufFile& f, Arch arch) {
   if (arch == Arch::kQwen3Moe || arch == Arch::kLfm2Moe) {
     CERA_RETURN_IF_ERROR(read_moe_keys(f, p, hp));
   }
+  CERA_RETURN_IF_ERROR(read_embedding_keys(f, p, hp));
   if (arch == Arch::kGranite) {
     CERA_ASSIGN_OR_RETURN(hp.embedding_scale, f.get_or<float>(p + "embedding_scale", 1.0f));
     CERA_ASSIGN_OR_RETURN(hp.residual_scale, f.get_or<float>(p + "residual_scale", 1.0f));

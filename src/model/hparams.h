@@ -50,6 +50,10 @@ struct HParams {
   ops::RouterGating expert_gating = ops::RouterGating::kSoftmax;
   bool expert_weights_norm = true;
   float expert_weights_scale = 1.0f;
+  // Embeddings (runtime/embed): the file's pooling (llama.cpp's pooling_type: 0 none, 1 mean,
+  // 2 cls, 3 last; -1 when the file names none) and whether pooled vectors are L2-normalised.
+  int32_t pooling_type = -1;
+  bool embedding_normalize = true;
 };
 
 // Reads `<arch>.*` keys; errors name the missing or invalid key. n_vocab comes from the token

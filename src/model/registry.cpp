@@ -7,7 +7,7 @@ Result<std::unique_ptr<Model>> load_model(const format::GgufFile& file, ops::Bac
                                           const LoadOptions& options) {
   CERA_ASSIGN_OR_RETURN(const std::string name, file.get<std::string>("general.architecture"));
   const std::optional<Arch> arch = arch_from_name(name);
-  if (!arch) return unsupported("architecture '" + name + "' (supported: llama, qwen2, qwen3, granite, gemma3, lfm2, lfm2moe, qwen3moe)");
+  if (!arch) return unsupported("architecture '" + name + "' (supported: llama, qwen2, qwen3, granite, gemma3, lfm2, lfm2moe, qwen3moe, bert)");
   if (options.max_batch_tokens <= 0) return invalid_argument("max_batch_tokens must be > 0");
   switch (*arch) {
     case Arch::kLlama: return load_llama(file, backend, options);
@@ -18,6 +18,7 @@ Result<std::unique_ptr<Model>> load_model(const format::GgufFile& file, ops::Bac
     case Arch::kLfm2: return load_lfm2(file, backend, options);
     case Arch::kLfm2Moe: return load_lfm2moe(file, backend, options);
     case Arch::kQwen3Moe: return load_qwen3moe(file, backend, options);
+    case Arch::kBert: return load_bert(file, backend, options);
   }
   return unsupported("architecture '" + name + "'");
 }

@@ -19,6 +19,19 @@ namespace {
 }
 }  // namespace
 
+std::vector<int32_t> bidirectional_last(const AttentionBatch& batch) {
+  const size_t n_seqs = batch.table_offset.empty() ? 0 : batch.table_offset.size() - 1;
+  std::vector<int32_t> seq_last(n_seqs, 0);
+  for (size_t t = 0; t < batch.positions.size(); ++t) {
+    const int32_t seq = batch.token_seq[t];
+    CERA_CHECK_MSG(seq >= 0 && static_cast<size_t>(seq) < n_seqs, "attention: token_seq out of range");
+    seq_last[static_cast<size_t>(seq)] = std::max(seq_last[static_cast<size_t>(seq)], batch.positions[t]);
+  }
+  std::vector<int32_t> last(batch.positions.size());
+  for (size_t t = 0; t < last.size(); ++t) last[t] = seq_last[static_cast<size_t>(batch.token_seq[t])];
+  return last;
+}
+
 void Backend::short_conv(const TensorView&, const TensorView&, const TensorView&, const TensorView&) {
   missing(*this, "short_conv");
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
@@ -46,7 +47,11 @@ struct RopeParams {
   const float* freq_factors = nullptr;  // [n_rot/2] per-dimension divisors (Llama 3 rope_freqs), host memory
 };
 
-enum class Activation : uint8_t { kSilu, kGeluTanh };
+enum class Activation : uint8_t {
+  kSilu,
+  kGeluTanh,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): gemma
+  kGeluErf,   // 0.5 x (1 + erf(x / sqrt(2))): BERT's "gelu"
+};
 
 // Verbs beyond the dense transformer's, which a backend may not have yet; models that need one
 // check supports() at load time so the error comes then, naming the backend.
@@ -94,7 +99,16 @@ struct AttentionParams {
   float scale = 0.0f;           // multiplies q·k before softmax
   float softcap = 0.0f;         // 0: none; else logits = softcap * tanh(logits / softcap)
   int32_t sliding_window = 0;   // 0: none; else token at position p sees entries (p - window, p]
+  // false (encoders): a token sees every entry of its sequence up to the largest position any
+  // token of that sequence has in this batch, so the whole sequence must be in the batch (its
+  // K/V stored first); sliding_window must then be 0.
+  bool causal = true;
 };
+
+// The last cache entry each token of `batch` sees when attention is not causal: the largest
+// position of its sequence in the batch. Backends run the causal kernels with these in place of
+// the positions, so bidirectional attention needs no kernel of its own.
+std::vector<int32_t> bidirectional_last(const AttentionBatch& batch);
 
 // Candidate selection for sampling on the device (a token then costs a few bytes of readback).
 struct TopKParams {
@@ -160,6 +174,12 @@ class Backend {
   // out = x / rms(x) * weight, per row of ne[0]; out may alias x.
   virtual void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight,
                         float eps) = 0;
+  // out = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, per row of ne[0] (the variance
+  // divides by n, as LayerNorm does); weight and bias [ne[0]] F32; out may alias x.
+  virtual void layer_norm(const TensorView& out, const TensorView& x, const TensorView& weight,
+                          const TensorView& bias, float eps) = 0;
+  // out = act(x), elementwise; out may alias x (the non-gated FFN of encoders).
+  virtual void activation(const TensorView& out, const TensorView& x, Activation act) = 0;
   // In place on x[head_dim, n_heads, n_tokens]; positions [n_tokens] (host memory).
   virtual void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) = 0;
   // out = act(gate) * up, elementwise over [n_ff, n_tokens]; out may alias gate or up.
@@ -172,8 +192,8 @@ class Backend {
   // Writes k[n_head_kv*head_dim, n_tokens] and v (same shape) into the cache rows `slots`.
   virtual void kv_store(const KvLayer& layer, const TensorView& k, const TensorView& v,
                         std::span<const int32_t> slots) = 0;
-  // out[n_head*head_dim, n_tokens] = causal softmax(q·Kᵀ·scale)·V over each token's visible
-  // cache entries; q is [head_dim, n_head, n_tokens]. The batch's own K/V must already be stored.
+  // out[n_head*head_dim, n_tokens] = softmax(q·Kᵀ·scale)·V over each token's visible cache
+  // entries (causal, or the whole sequence: AttentionParams::causal); q is [head_dim, n_head, n_tokens]. The batch's own K/V must already be stored.
   virtual void attention(const TensorView& out, const TensorView& q, const KvLayer& layer,
                          const AttentionBatch& batch, const AttentionParams& params) = 0;
   // Copies cache rows src_slots[i] -> dst_slots[i] (prefix reuse, defragmentation).

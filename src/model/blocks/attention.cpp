@@ -76,8 +76,10 @@ void attention_forward(ops::Backend& backend, const Scratch& scratch, const Atte
     backend.rms_norm(qh, qh, *w.q_norm, spec.norm_eps);
     backend.rms_norm(kh, kh, *w.k_norm, spec.norm_eps);
   }
-  backend.rope(qh, cache.tables.positions, spec.rope);
-  backend.rope(kh, cache.tables.positions, spec.rope);
+  if (spec.rotary) {
+    backend.rope(qh, cache.tables.positions, spec.rope);
+    backend.rope(kh, cache.tables.positions, spec.rope);
+  }
   backend.kv_store(*cache.kv, k, v, cache.kv_slots);
   backend.attention(attn, qh, *cache.kv, cache.tables, spec.params);
   backend.matmul(out, w.wo, attn, opt(w.bo));

@@ -26,6 +26,7 @@ struct AttentionSpec {
   ops::RopeParams rope;
   float norm_eps = 1e-6f;     // of the Q/K norms
   bool qk_norm = false;       // Q/K RMSNorm tensors are required (qwen3, gemma3, lfm2)
+  bool rotary = true;         // false: no RoPE (bert's positions are learned embeddings)
 };
 
 // What one attention layer reads and writes in a batch: its cache storage, the batch's tables

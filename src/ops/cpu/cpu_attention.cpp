@@ -80,13 +80,19 @@ void attention(CpuContext& ctx, const TensorView& out, const TensorView& q, cons
                  "attention: cache rows are not n_head_kv * head_dim");
   const auto n_tokens = static_cast<int64_t>(batch.positions.size());
   CERA_CHECK(batch.token_seq.size() == batch.positions.size());
+  CERA_CHECK_MSG(p.causal || p.sliding_window == 0, "attention: a sliding window needs causal attention");
+  // Bidirectional: each token's last visible entry is its sequence's last position (validated
+  // below like the positions themselves).
+  std::vector<int32_t> last;
+  if (!p.causal) last = bidirectional_last(batch);
+  const std::span<const int32_t> last_of = p.causal ? batch.positions : std::span<const int32_t>(last);
   check_heads(q, p.head_dim, p.n_head, n_tokens, "attention q");
   check_heads(out, p.head_dim, p.n_head, n_tokens, "attention out");
   const auto n_seqs = static_cast<int64_t>(batch.table_offset.size()) - 1;
   CERA_CHECK(n_seqs >= 0);
   for (int64_t t = 0; t < n_tokens; ++t) {
     const int32_t seq = batch.token_seq[static_cast<size_t>(t)];
-    const int32_t pos = batch.positions[static_cast<size_t>(t)];
+    const int32_t pos = last_of[static_cast<size_t>(t)];
     CERA_CHECK_MSG(seq >= 0 && seq < n_seqs, "attention: token_seq out of range");
     const int32_t t0 = batch.table_offset[static_cast<size_t>(seq)];
     const int32_t t1 = batch.table_offset[static_cast<size_t>(seq) + 1];
@@ -114,7 +120,7 @@ void attention(CpuContext& ctx, const TensorView& out, const TensorView& q, cons
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t t = unit / p.n_head_kv;
       const auto kvh = static_cast<int32_t>(unit % p.n_head_kv);
-      const int32_t pos = batch.positions[static_cast<size_t>(t)];
+      const int32_t pos = last_of[static_cast<size_t>(t)];
       const int32_t seq = batch.token_seq[static_cast<size_t>(t)];
       AttentionUnit u;
       u.q = head_of(q, t, static_cast<int64_t>(kvh) * n_group, p.head_dim, p.n_head);

@@ -144,6 +144,13 @@ class CpuBackend final : public Backend {
   void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight, float eps) override {
     cpu::rms_norm(ctx_, out, x, weight, eps);
   }
+  void layer_norm(const TensorView& out, const TensorView& x, const TensorView& weight, const TensorView& bias,
+                  float eps) override {
+    cpu::layer_norm(ctx_, out, x, weight, bias, eps);
+  }
+  void activation(const TensorView& out, const TensorView& x, Activation act) override {
+    cpu::activation(ctx_, out, x, act);
+  }
   void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) override {
     cpu::rope(ctx_, x, positions, params);
   }

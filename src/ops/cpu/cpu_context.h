@@ -85,6 +85,9 @@ void rms_norm(CpuContext& ctx, const TensorView& out, const TensorView& x, const
               float eps);
 void rope(CpuContext& ctx, const TensorView& x, std::span<const int32_t> positions,
           const RopeParams& params);
+void layer_norm(CpuContext& ctx, const TensorView& out, const TensorView& x, const TensorView& weight,
+                const TensorView& bias, float eps);
+void activation(CpuContext& ctx, const TensorView& out, const TensorView& x, Activation act);
 void gated_activation(CpuContext& ctx, const TensorView& out, const TensorView& gate,
                       const TensorView& up, Activation act);
 void add_scaled(CpuContext& ctx, const TensorView& out, const TensorView& a, const TensorView& b,

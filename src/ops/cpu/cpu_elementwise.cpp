@@ -1,4 +1,5 @@
-// Row-wise and elementwise verbs: rms_norm, rope, gated_activation, add_scaled, scale. Plain C++
+// Row-wise and elementwise verbs: rms_norm, layer_norm, rope, activation, gated_activation,
+// add_scaled, scale. Plain C++
 // (the compiler vectorizes the baseline loops); these move n_embd or n_ff floats per token, which
 // is small next to the matmuls, so they are split across threads only for large batches.
 // RoPE angles are computed in double: theta grows with the position, and a float angle at
@@ -34,7 +35,59 @@ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
 }
 
+float gelu_erf(float x) {
+  constexpr float kInvSqrt2 = 0.7071067811865476f;
+  return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+}
+
+float activate(float x, Activation act) {
+  switch (act) {
+    case Activation::kSilu: return x / (1.0f + std::exp(-x));
+    case Activation::kGeluTanh: return gelu_tanh(x);
+    case Activation::kGeluErf: return gelu_erf(x);
+  }
+  return x;
+}
+
 }  // namespace
+
+void layer_norm(CpuContext& ctx, const TensorView& out, const TensorView& x, const TensorView& weight,
+                const TensorView& bias, float eps) {
+  check_f32_cpu(out, "layer_norm out");
+  check_f32_cpu(x, "layer_norm x");
+  check_f32_cpu(weight, "layer_norm weight");
+  check_f32_cpu(bias, "layer_norm bias");
+  check_same_shape(out, x, "layer_norm");
+  const int64_t n = x.cols();
+  CERA_CHECK(weight.n_elements() == n && weight.packed() && bias.n_elements() == n && bias.packed());
+  const float* w = weight.row_as<const float>(0);
+  const float* b = bias.row_as<const float>(0);
+  for_rows(ctx, x.rows(), n, [&](int64_t r) {
+    const float* src = x.row_as<const float>(r);
+    float* dst = out.row_as<float>(r);
+    // Two passes (mean, then the centred squares): one pass of sum and sum of squares would
+    // cancel catastrophically for rows with a large mean.
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += src[i];
+    const float mean = sum / static_cast<float>(n);
+    float sq = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sq += (src[i] - mean) * (src[i] - mean);
+    const float inv = 1.0f / std::sqrt(sq / static_cast<float>(n) + eps);
+    for (int64_t k = 0; k < n; ++k) dst[k] = (src[k] - mean) * inv * w[k] + b[k];
+  });
+}
+
+void activation(CpuContext& ctx, const TensorView& out, const TensorView& x, Activation act) {
+  check_f32_cpu(out, "activation out");
+  check_f32_cpu(x, "activation x");
+  check_same_shape(out, x, "activation");
+  const int64_t n = out.cols();
+  for_rows(ctx, out.rows(), n, [&](int64_t r) {
+    const float* src = x.row_as<const float>(r);
+    float* o = out.row_as<float>(r);
+    for (int64_t i = 0; i < n; ++i) o[i] = activate(src[i], act);
+  });
+}
 
 void rms_norm(CpuContext& ctx, const TensorView& out, const TensorView& x, const TensorView& weight,
               float eps) {
@@ -127,7 +180,7 @@ void gated_activation(CpuContext& ctx, const TensorView& out, const TensorView& 
     if (act == Activation::kSilu) {
       for (int64_t i = 0; i < n; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
     } else {
-      for (int64_t i = 0; i < n; ++i) o[i] = gelu_tanh(g[i]) * u[i];
+      for (int64_t i = 0; i < n; ++i) o[i] = activate(g[i], act) * u[i];
     }
   });
 }

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <vector>
 #include <string>
 
 #include "ops/cuda/attention_common.cuh"
@@ -365,7 +366,15 @@ int attention_early_mode() {
 }
 
 void attention(CudaContext& ctx, const TensorView& out, const TensorView& q, const KvLayer& layer,
-               const AttentionBatch& batch, const AttentionParams& a) {
+               const AttentionBatch& batch_in, const AttentionParams& a) {
+  // Bidirectional (encoders): the causal kernels with each token's sequence end as its position.
+  CERA_CHECK_MSG(a.causal || a.sliding_window == 0, "attention: a sliding window needs causal attention");
+  std::vector<int32_t> last;
+  AttentionBatch batch = batch_in;
+  if (!a.causal) {
+    last = bidirectional_last(batch_in);
+    batch.positions = last;
+  }
   CERA_CHECK_MSG(layer.k.device == Device::kCuda && layer.v.device == Device::kCuda,
                  "attention: kv layer not on CUDA");
   CERA_CHECK_MSG(layer.k.dtype == layer.v.dtype &&

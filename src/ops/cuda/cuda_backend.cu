@@ -237,6 +237,13 @@ class CudaBackend final : public Backend {
   void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight, float eps) override {
     runner_->run({.verb = Verb::kRmsNorm, .out = out, .a = x, .b = weight, .f = eps});
   }
+  void layer_norm(const TensorView& out, const TensorView& x, const TensorView& weight, const TensorView& bias,
+                  float eps) override {
+    runner_->run({.verb = Verb::kLayerNorm, .out = out, .a = x, .b = weight, .c = bias, .f = eps});
+  }
+  void activation(const TensorView& out, const TensorView& x, Activation act) override {
+    runner_->run({.verb = Verb::kActivation, .out = out, .a = x, .act = act});
+  }
   void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) override {
     Call c{.verb = Verb::kRope, .out = x, .rope = params};
     c.i[0] = positions;

@@ -83,6 +83,9 @@ void embed_ids(CudaContext& ctx, const TensorView& out, const TensorView& table,
                float scale);
 
 void rms_norm(CudaContext& ctx, const TensorView& out, const TensorView& x, const TensorView& weight, float eps);
+void layer_norm(CudaContext& ctx, const TensorView& out, const TensorView& x, const TensorView& weight,
+                const TensorView& bias, float eps);
+void activation(CudaContext& ctx, const TensorView& out, const TensorView& x, Activation act);
 void gated_activation(CudaContext& ctx, const TensorView& out, const TensorView& gate, const TensorView& up,
                       Activation act);
 void add_scaled(CudaContext& ctx, const TensorView& out, const TensorView& a, const TensorView& b, float scale);

@@ -312,6 +312,7 @@ size_t fuse_add_norm(CudaContext& ctx, const Call& add, const Call* norm, const 
 }
 
 size_t fuse_act_quant(CudaContext& ctx, const Call& c, const Call* next) {
+  if (c.act == Activation::kGeluErf) return 0;  // act_quant_kernel knows SiLU and tanh-GELU only
   if (!q8_consumer(next, c.out) || !same_or_disjoint(c.out, c.a) || !same_or_disjoint(c.out, c.b)) return 0;
   const ActQ8 a = act_q8_scratch(ctx, c.out.rows(), c.out.cols());
   ActQuantParams p{reinterpret_cast<const float*>(c.a.data), reinterpret_cast<const float*>(c.b.data),
@@ -422,6 +423,7 @@ size_t fuse_gated(CudaContext& ctx, std::span<const Call> calls, size_t i) {
   const Call& u = calls[i + 1];
   const Call& a = calls[i + 2];
   if (u.verb != Verb::kMatmul || a.verb != Verb::kGatedActivation || g.b.rows() == 0) return 0;
+  if (a.act == Activation::kGeluErf) return 0;  // the fused kernels know SiLU and tanh-GELU only
   if (matmul_path(g.a, g.b.rows()) != MatmulPath::kGemv) return 0;
   if (!same_view(u.b, g.b) || u.a.dtype != g.a.dtype || u.a.cols() != g.a.cols() || u.a.rows() != g.a.rows()) return 0;
   if (!same_view(a.a, g.out) || !same_view(a.b, u.out) || a.out.dtype != DType::kF32) return 0;

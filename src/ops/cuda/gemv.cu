@@ -442,7 +442,7 @@ bool gemv_gated(CudaContext& ctx, const TensorView& x, const GemvTarget& gate, c
   const int64_t n_tokens = x.rows(), n_ff = gate.weight.rows(), n_in = gate.weight.cols();
   const DType t = gate.weight.dtype;
   if (!on || n_tokens == 0 || n_tokens > gemv_stream::kMaxTokens || gate.residual != nullptr ||
-      up.residual != nullptr || up.weight.dtype != t || up.weight.rows() != n_ff || up.weight.cols() != n_in ||
+      out.act == Activation::kGeluErf || up.residual != nullptr || up.weight.dtype != t || up.weight.rows() != n_ff || up.weight.cols() != n_in ||
       n_ff > int64_t{gemv_stream::kMaxArrivalBlocks} * 32 || (out.quantize && n_ff % 32 != 0) ||
       !stream_pays(t, n_in, 2 * n_ff)) {
     return false;

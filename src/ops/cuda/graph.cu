@@ -82,6 +82,8 @@ void write_call(SigWriter& w, const Call& c, const std::byte* arena) {
     case Verb::kGatedActivation: w.view(c.out); w.view(c.a); w.view(c.b); w.put(uint64_t(c.act), true); break;
     case Verb::kAddScaled: w.view(c.out); w.view(c.a); w.view(c.b); w.f32(c.f); break;
     case Verb::kScale: w.view(c.out); w.f32(c.f); break;
+    case Verb::kLayerNorm: w.view(c.out); w.view(c.a); w.view(c.b); w.view(c.c); w.f32(c.f); break;
+    case Verb::kActivation: w.view(c.out); w.view(c.a); w.put(uint64_t(c.act), true); break;
     case Verb::kRope:
       w.view(c.out);
       w.put(c.i[0].size(), true);
@@ -100,7 +102,7 @@ void write_call(SigWriter& w, const Call& c, const std::byte* arena) {
       w.view(c.layer.k); w.view(c.layer.v); w.put(uint64_t(c.layer.block_size), true);
       w.put(uint64_t(uint32_t(c.attn.n_head)) | uint64_t(uint32_t(c.attn.n_head_kv)) << 32, true);
       w.put(uint64_t(uint32_t(c.attn.head_dim)) | uint64_t(uint32_t(c.attn.sliding_window)) << 32, true);
-      w.f32(c.attn.scale); w.f32(c.attn.softcap);
+      w.f32(c.attn.scale); w.f32(c.attn.softcap); w.put(uint64_t(c.attn.causal), true);
       w.put(c.i[0].size(), true);
       w.put(c.i[3].size(), true);
       for (const auto& a : c.i) w.array(a, arena);
@@ -158,6 +160,8 @@ void execute(CudaContext& ctx, const Call& c) {
     case Verb::kGatedActivation: gated_activation(ctx, c.out, c.a, c.b, c.act); break;
     case Verb::kAddScaled: add_scaled(ctx, c.out, c.a, c.b, c.f); break;
     case Verb::kScale: scale(ctx, c.out, c.f); break;
+    case Verb::kLayerNorm: layer_norm(ctx, c.out, c.a, c.b, c.c, c.f); break;
+    case Verb::kActivation: activation(ctx, c.out, c.a, c.act); break;
     case Verb::kKvStore: kv_store(ctx, c.layer, c.a, c.b, c.i[0]); break;
     case Verb::kAttention:
       attention(ctx, c.out, c.a, c.layer, AttentionBatch{c.i[0], c.i[1], c.i[2], c.i[3]}, c.attn);

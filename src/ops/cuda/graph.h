@@ -32,13 +32,14 @@ inline constexpr int kArenaSlots = 3;
 
 enum class Verb : uint8_t {
   kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention, kTopK,
-  kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine, kEmbedIds, kMaskLogits,
+  kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine, kEmbedIds, kMaskLogits, kLayerNorm, kActivation,
 };
 
 // One verb call with its arguments by value. Views by verb: embed (out, a = table); embed_ids
 // (out, a = table, b = ids); matmul (out,
 // a = weight, b = x, c = bias or null data); rms_norm (out, a = x, b = weight); rope (out = x);
 // gated_activation (out, a = gate, b = up); add_scaled (out, a, b); scale (out = x);
+// layer_norm (out, a = x, b = weight, c = bias, f = eps); activation (out, a = x, act);
 // kv_store (a = k, b = v); attention (out, a = q); top_k (out = ids, a = logits, b = values,
 // c = lse, f = softcap, n = k); mask_logits (out = logits; masks = i[0] as words, rows = i[1]).
 // Host arrays: embed tokens = i[0]; rope

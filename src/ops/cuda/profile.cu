@@ -19,6 +19,8 @@ const char* verb_name(Verb v) {
     case Verb::kGatedActivation: return "gated_activation";
     case Verb::kAddScaled: return "add_scaled";
     case Verb::kScale: return "scale";
+    case Verb::kLayerNorm: return "layer_norm";
+    case Verb::kActivation: return "activation";
     case Verb::kKvStore: return "kv_store";
     case Verb::kAttention: return "attention";
     case Verb::kTopK: return "top_k";
