@@ -268,6 +268,33 @@ Status EngineLoop::check_pool_after_shutdown() const {
   return {};
 }
 
+struct EngineLoop::Job {
+  const std::function<void()>* body = nullptr;
+  bool done = false;  // guarded by mu_
+};
+
+Status EngineLoop::run_exclusive(const std::function<void()>& job) {
+  Job j{.body = &job};
+  std::unique_lock lock(mu_);
+  if (stopping_) return unavailable("the engine loop is shutting down: no more work can run on it");
+  jobs_.push_back(&j);
+  wake_.notify_one();
+  job_done_.wait(lock, [&] { return j.done; });
+  return {};
+}
+
+void EngineLoop::run_jobs(std::unique_lock<std::mutex>& lock) {
+  while (!jobs_.empty()) {
+    Job* j = jobs_.front();
+    jobs_.pop_front();
+    lock.unlock();
+    (*j->body)();
+    lock.lock();
+    j->done = true;
+    job_done_.notify_all();
+  }
+}
+
 void EngineLoop::run() {
   while (step()) {
   }
@@ -278,9 +305,14 @@ bool EngineLoop::step() {
   {
     std::unique_lock lock(mu_);
     stats_.n_kv_blocks_free = cache_.n_free_blocks();  // before an idle wait too: it shows the pool at rest
-    wake_.wait(lock, [&] { return stopping_ || !scheduler_.idle(); });
+    wake_.wait(lock, [&] { return stopping_ || !scheduler_.idle() || !jobs_.empty(); });
+    if (!jobs_.empty() && !ahead_) {  // nothing in flight: plan_ahead queues no step while jobs wait
+      run_jobs(lock);
+      return true;
+    }
     if (scheduler_.idle()) {  // stopping, and nothing is left
       drop_ahead();
+      run_jobs(lock);  // those queued before stopping_ was set
       return false;
     }
     for (auto& [id, l] : live_) {
@@ -443,7 +475,7 @@ std::optional<EngineLoop::Work> EngineLoop::plan_ahead(const Work& work) {
     if (n_tokens % cache_.block_size() == 0) ++new_blocks;
   }
   std::lock_guard lock(mu_);
-  if (stopping_ || scheduler_.n_waiting() != 0 || scheduler_.n_running() != static_cast<int32_t>(work.rows.size()) ||
+  if (stopping_ || !jobs_.empty() || scheduler_.n_waiting() != 0 || scheduler_.n_running() != static_cast<int32_t>(work.rows.size()) ||
       new_blocks > scheduler_.n_free_blocks() || static_cast<int32_t>(work.rows.size()) > max_batch_tokens_) {
     return std::nullopt;
   }

@@ -22,6 +22,9 @@
 // computes only the rest; the blocks each forward completes are published once it succeeded. A
 // preempted request publishes what it computed and may resume from it. Sliding-window and
 // recurrent layers resume exactly (KvCacheConfig::prefix_cache says how).
+// Exclusive jobs (run_exclusive): other work on the model (embeddings) runs on the loop's thread
+// between two steps, when no forward is in flight or queued ahead, so it never races a step for
+// the model's scratch and needs no lock of its own; a pending job stops the overlap for a step.
 // Grammars (RequestParams::grammar): rows with and without one share a step. Each constrained
 // row's mask comes from its TokenMatcher on the loop's thread after the step's forward is issued
 // (so on CUDA it overlaps the forward) and is applied on the device before top_k. Greedy grammar
@@ -32,6 +35,8 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -122,6 +127,11 @@ class EngineLoop {
   // any thread but the loop's own (not from a sink).
   void shutdown(ShutdownMode mode);
 
+  // Runs `job` on the loop's thread between two steps (header comment) and returns once it has
+  // run; it may use the model but not the loop. Any thread but the loop's own (not from a sink).
+  // Error (job not run): the loop is shutting down.
+  Status run_exclusive(const std::function<void()>& job);
+
   EngineLoopStats stats() const;
   int32_t n_ctx() const { return n_ctx_; }
   KvBytes kv_bytes() const { return cache_.bytes(); }  // fixed at create: any thread
@@ -135,6 +145,9 @@ class EngineLoop {
   EngineLoop(model::Model& model, tokenizer::Tokenizer tokenizer, KvCache cache, BatchSampler sampler,
              const SchedulerConfig& sc, int32_t n_ctx, DecodePipeline pipeline);
   void run();
+  struct Job;  // run_exclusive's
+  // Runs the queued jobs (called with none in flight). `lock` holds mu_ and is released meanwhile.
+  void run_jobs(std::unique_lock<std::mutex>& lock);
   Status validate(const RequestParams& params) const;  // submit()'s checks that need no lock
   // Under mu_, after scheduler_.can_add: gives the request its id and queues it (or ends it at
   // once when max_tokens is 0).
@@ -204,6 +217,8 @@ class EngineLoop {
   RequestId next_id_ = 1;                                   // guarded by mu_
   bool stopping_ = false;                                   // guarded by mu_
   bool cancel_all_ = false;                                 // guarded by mu_
+  std::deque<Job*> jobs_;                                   // guarded by mu_; run_exclusive's callers own them
+  std::condition_variable job_done_;  // run_exclusive's callers wait on it (wake_ wakes the loop only)
   EngineLoopStats stats_;                                   // guarded by mu_
   std::mutex join_mu_;  // shutdown() from two threads joins once
   std::thread thread_;
