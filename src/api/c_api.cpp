@@ -300,27 +300,29 @@ void cera_request_free(cera_request* request) {
   delete request;  // the stream's destructor cancels an unfinished generation
 }
 
-cera_status cera_generate(cera_engine* engine, const char* prompt, const cera_generate_options* options,
-                          cera_text_callback on_text, void* user_data, cera_result* out) {
-  cera_request* request = nullptr;
-  if (out == nullptr) return fail(CERA_INVALID_ARGUMENT, "out is NULL");
-  const cera_status st = cera_generate_start(engine, prompt, options, on_text, user_data, &request);
-  if (st != CERA_OK) return st;
+// The blocking forms' end: the started request's result, then the request freed.
+static cera_status wait_and_free(cera_status started, cera_request* request, cera_result* out) {
+  if (started != CERA_OK) return started;
   const cera_status waited = cera_request_wait(request, out);
   cera_request_free(request);
   return waited;
 }
 
+cera_status cera_generate(cera_engine* engine, const char* prompt, const cera_generate_options* options,
+                          cera_text_callback on_text, void* user_data, cera_result* out) {
+  if (out == nullptr) return fail(CERA_INVALID_ARGUMENT, "out is NULL");
+  cera_request* request = nullptr;
+  const cera_status started = cera_generate_start(engine, prompt, options, on_text, user_data, &request);
+  return wait_and_free(started, request, out);
+}
+
 cera_status cera_chat(cera_engine* engine, const cera_chat_message* messages, size_t n_messages,
                       const cera_generate_options* options, cera_text_callback on_text, void* user_data,
                       cera_result* out) {
-  cera_request* request = nullptr;
   if (out == nullptr) return fail(CERA_INVALID_ARGUMENT, "out is NULL");
-  const cera_status st = cera_chat_start(engine, messages, n_messages, options, on_text, user_data, &request);
-  if (st != CERA_OK) return st;
-  const cera_status waited = cera_request_wait(request, out);
-  cera_request_free(request);
-  return waited;
+  cera_request* request = nullptr;
+  const cera_status started = cera_chat_start(engine, messages, n_messages, options, on_text, user_data, &request);
+  return wait_and_free(started, request, out);
 }
 
 cera_status cera_chat_render(const cera_engine* engine, const cera_chat_message* messages, size_t n_messages,
