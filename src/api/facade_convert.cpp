@@ -115,6 +115,27 @@ FinishReason to_finish_reason(runtime::FinishReason reason) {
   return FinishReason::kCancelled;
 }
 
+std::optional<runtime::embed::Pooling> from_pooling(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::kModelDefault: return std::nullopt;
+    case Pooling::kNone: return runtime::embed::Pooling::kNone;
+    case Pooling::kMean: return runtime::embed::Pooling::kMean;
+    case Pooling::kCls: return runtime::embed::Pooling::kCls;
+    case Pooling::kLast: return runtime::embed::Pooling::kLast;
+  }
+  return std::nullopt;
+}
+
+Pooling to_pooling(runtime::embed::Pooling pooling) {
+  switch (pooling) {
+    case runtime::embed::Pooling::kNone: return Pooling::kNone;
+    case runtime::embed::Pooling::kMean: return Pooling::kMean;
+    case runtime::embed::Pooling::kCls: return Pooling::kCls;
+    case runtime::embed::Pooling::kLast: return Pooling::kLast;
+  }
+  return Pooling::kModelDefault;
+}
+
 }  // namespace cera::api
 
 namespace cera {

@@ -7,6 +7,7 @@
 
 #include "cera/engine.h"
 #include "core/status.h"
+#include "runtime/embed/pooling.h"
 #include "runtime/engine/request.h"
 #include "runtime/grammar/vocab_index.h"
 
@@ -29,5 +30,8 @@ Result<std::shared_ptr<const runtime::grammar::TokenTables>> prepare_constraint(
     const Constraint& constraint, const std::shared_ptr<const runtime::grammar::VocabIndex>& vocab);
 
 FinishReason to_finish_reason(runtime::FinishReason reason);  // precondition: not kError
+// The facade's Pooling and the runtime's (kModelDefault: nullopt, the embedder's default).
+std::optional<runtime::embed::Pooling> from_pooling(Pooling pooling);
+Pooling to_pooling(runtime::embed::Pooling pooling);
 
 }  // namespace cera::api

@@ -11,6 +11,7 @@ namespace cera {
 namespace {
 
 using api::to_error;
+using api::to_pooling;
 
 // EngineConfig::n_ctx's default cap: a model's training context is often 32k-128k tokens, whose
 // K/V for every parallel request would take gigabytes before anyone asked for that much.
@@ -119,6 +120,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     impl->special = runtime::chat::special_token_texts(impl->engine->tokenizer());
   }
   info.has_chat_template = impl->chat_template.has_value();
+  info.default_pooling = to_pooling(runtime::embed::Embedder::default_pooling(model));
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -242,15 +244,6 @@ Expected<std::string> Engine::detokenize(const std::vector<int32_t>& tokens, boo
     }
   }
   return impl_->engine->tokenizer().decode(tokens, {.render_special = render_special});
-}
-
-}  // namespace cera
-
-namespace cera {
-
-// The Embedder (runtime/embed) is being written beside this facade; until it lands, embed() says so.
-Expected<std::vector<Embedding>> Engine::embed(const std::vector<std::string>&, const EmbedOptions&) {
-  return Error{.kind = ErrorKind::kUnsupported, .message = "embeddings are not available in this build of cera yet"};
 }
 
 }  // namespace cera

@@ -1,6 +1,6 @@
 // Engine::Impl: what a loaded facade engine holds. The internal Engine (file, backend, model,
 // tokenizer), the engine loop every generation goes through (none for an encoder, which only
-// embeds), the chat template, and what is built on first use: the grammar vocabulary index . Shared by the facade's files (facade_engine.cpp, facade_embed.cpp).
+// embeds), the chat template, and what is built on first use: the grammar vocabulary index and the embedder. Shared by the facade's files (facade_engine.cpp, facade_embed.cpp).
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include "api/engine.h"
 #include "cera/engine.h"
 #include "runtime/chat/chat_template.h"
+#include "runtime/embed/embedder.h"
 #include "runtime/engine/engine_loop.h"
 #include "runtime/grammar/vocab_index.h"
 
@@ -27,6 +28,11 @@ struct Engine::Impl {
 
   // The vocabulary index grammars are built over, made on first use (it reads every token once).
   std::shared_ptr<const runtime::grammar::VocabIndex> vocab();
+
+  // embed() calls, one at a time; the embedder (its own small KV cache) is made by the first, so
+  // an engine that only generates never allocates it.
+  std::mutex embed_mu;
+  std::unique_ptr<runtime::embed::Embedder> embedder;  // guarded by embed_mu
 
  private:
   std::once_flag vocab_once_;

@@ -134,6 +134,26 @@ int main(void) {
   CHECK(cera_generate(engine, "Hi", &go, NULL, NULL, &result) == CERA_INVALID_ARGUMENT);
   CHECK(strstr(cera_last_error(), "constraint_source") != NULL);
 
+  /* Embeddings: one unit vector of n_embd floats per text, in order (the same text twice gives
+   * the same vector, wherever it sits in the batch); an empty text is refused by index. */
+  const char* texts[] = {"Paris is the capital of France.", "A cat sat on the mat.", "Paris is the capital of France."};
+  cera_embeddings vectors;
+  CHECK(cera_embed(engine, texts, 3, CERA_POOLING_MODEL_DEFAULT, true, &vectors) == CERA_OK);
+  CHECK(vectors.n_texts == 3 && vectors.n_embd == (size_t)info.n_embd);
+  if (vectors.values != NULL && vectors.n_texts == 3) {
+    for (size_t t = 0; t < 3; ++t) {
+      double sq = 0;
+      for (size_t i = 0; i < vectors.n_embd; ++i) sq += (double)vectors.values[t * vectors.n_embd + i] * vectors.values[t * vectors.n_embd + i];
+      CHECK(sq > 0.9999 && sq < 1.0001);
+    }
+    CHECK(memcmp(vectors.values, vectors.values + 2 * vectors.n_embd, vectors.n_embd * sizeof(float)) == 0);
+    CHECK(memcmp(vectors.values, vectors.values + vectors.n_embd, vectors.n_embd * sizeof(float)) != 0);
+  }
+  cera_embeddings_free(&vectors);
+  const char* with_empty[] = {"fine", ""};
+  CHECK(cera_embed(engine, with_empty, 2, CERA_POOLING_MEAN, true, &vectors) == CERA_INVALID_ARGUMENT);
+  CHECK(strstr(cera_last_error(), "input 1 is empty") != NULL);
+
   cera_engine_free(engine);
   if (failures != 0) fprintf(stderr, "%d checks failed\n", failures);
   return failures == 0 ? 0 : 1;
