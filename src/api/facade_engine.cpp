@@ -120,7 +120,10 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     impl->special = runtime::chat::special_token_texts(impl->engine->tokenizer());
   }
   info.has_chat_template = impl->chat_template.has_value();
-  info.default_pooling = to_pooling(runtime::embed::Embedder::default_pooling(model));
+  impl->embeddings = std::make_unique<runtime::embed::EmbedService>(
+      model, impl->engine->tokenizer(), impl->loop.get(),
+      runtime::embed::EmbedderOptions{.max_batch_tokens = config.max_batch_tokens, .kv_type = impl->engine->kv_type()});
+  info.default_pooling = to_pooling(impl->embeddings->default_pooling());
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

@@ -11,7 +11,7 @@
 #include "api/engine.h"
 #include "cera/engine.h"
 #include "runtime/chat/chat_template.h"
-#include "runtime/embed/embedder.h"
+#include "runtime/embed/embed_service.h"
 #include "runtime/engine/engine_loop.h"
 #include "runtime/grammar/vocab_index.h"
 
@@ -29,10 +29,7 @@ struct Engine::Impl {
   // The vocabulary index grammars are built over, made on first use (it reads every token once).
   std::shared_ptr<const runtime::grammar::VocabIndex> vocab();
 
-  // embed() calls, one at a time; the embedder (its own small KV cache) is made by the first, so
-  // an engine that only generates never allocates it.
-  std::mutex embed_mu;
-  std::unique_ptr<runtime::embed::Embedder> embedder;  // guarded by embed_mu
+  std::unique_ptr<runtime::embed::EmbedService> embeddings;  // over `loop` when there is one
 
  private:
   std::once_flag vocab_once_;

@@ -5,6 +5,10 @@
 
 namespace cera::runtime::embed {
 
+std::vector<int32_t> tokenize_for_embedding(const tokenizer::Tokenizer& tokenizer, std::string_view text) {
+  return tokenizer.encode(text, {.add_special = true});
+}
+
 Result<std::unique_ptr<Embedder>> Embedder::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
                                                    const EmbedderOptions& options) {
   if (options.max_batch_tokens < 1) return invalid_argument("embedder: max_batch_tokens must be at least 1");
@@ -41,9 +45,7 @@ Pooling Embedder::default_pooling(const model::Model& model) {
   return model.causal() ? Pooling::kLast : Pooling::kMean;
 }
 
-std::vector<int32_t> Embedder::tokenize(std::string_view text) const {
-  return tokenizer_.encode(text, {.add_special = true});
-}
+std::vector<int32_t> Embedder::tokenize(std::string_view text) const { return tokenize_for_embedding(tokenizer_, text); }
 
 Status Embedder::check_inputs(std::span<const std::vector<int32_t>> inputs) const {
   const int32_t n_vocab = model_.hparams().n_vocab;

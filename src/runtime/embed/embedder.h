@@ -28,6 +28,9 @@
 
 namespace cera::runtime::embed {
 
+// The tokens a text is embedded as: with the model's special tokens (BOS, or [CLS] ... [SEP]).
+std::vector<int32_t> tokenize_for_embedding(const tokenizer::Tokenizer& tokenizer, std::string_view text);
+
 struct EmbedderOptions {
   int32_t max_batch_tokens = 512;  // tokens per forward; at most the model's LoadOptions value
   DType kv_type = DType::kF32;
@@ -59,8 +62,7 @@ class Embedder {
   // for an encoder (its learned positions end there).
   int32_t max_input_tokens() const { return max_input_tokens_; }
 
-  // The tokens embed() gets for `text`: with the model's special tokens (add_special).
-  std::vector<int32_t> tokenize(std::string_view text) const;
+  std::vector<int32_t> tokenize(std::string_view text) const;  // tokenize_for_embedding
 
   // One embedding per input, in order. Refuses (naming the input's index) an empty input, one
   // longer than max_input_tokens() or one with ids outside the vocabulary.
