@@ -18,6 +18,7 @@ constexpr HfArchInfo kArchTable[] = {
     {HfArch::kLfm2, "Lfm2ForCausalLM", "lfm2", false, false},
     {HfArch::kLfm2Moe, "Lfm2MoeForCausalLM", "lfm2moe", false, false},
     {HfArch::kQwen3Moe, "Qwen3MoeForCausalLM", "qwen3moe", false, false},
+    {HfArch::kBert, "BertModel", "bert", false, false},
 };
 
 class Reader {
@@ -133,6 +134,28 @@ Status read_lfm2(const JsonValue& j, const Reader& r, HfConfig& c) {
   return {};
 }
 
+// bert: what src/model/bert.cpp computes is fixed (absolute learned positions, GELU with erf);
+// a checkpoint that asks for anything else is refused rather than converted into wrong outputs.
+Status read_bert(const JsonValue& j, const Reader& r, HfConfig& c) {
+  if (!c.n_ctx) return not_found(r.where() + ": missing key 'max_position_embeddings' (bert learns one embedding per position)");
+  CERA_ASSIGN_OR_RETURN(const auto types, r.optional_u32("type_vocab_size"));
+  c.n_token_types = types.value_or(2);  // transformers' BertConfig default
+  const JsonValue* act = j.find("hidden_act");
+  const std::string a = act && act->as_string() ? *act->as_string() : "gelu";
+  if (a != "gelu") {
+    return unsupported(r.where() + ": 'hidden_act' is '" + a + "'; cera's bert uses the exact (erf) GELU, 'gelu'");
+  }
+  const JsonValue* pos = j.find("position_embedding_type");
+  const std::string p = pos && pos->as_string() ? *pos->as_string() : "absolute";
+  if (p != "absolute") {
+    return unsupported(r.where() + ": 'position_embedding_type' is '" + p + "'; cera's bert supports 'absolute' only");
+  }
+  if (c.n_head_kv && *c.n_head_kv != c.n_head) {
+    return unsupported(r.where() + ": 'num_key_value_heads' differs from 'num_attention_heads' (bert has no grouped KV heads)");
+  }
+  return {};
+}
+
 Status read_moe(const JsonValue& j, const Reader& r, HfConfig& c) {
   CERA_ASSIGN_OR_RETURN(const auto n_expert, r.optional_u32("num_experts"));
   CERA_ASSIGN_OR_RETURN(const auto n_local, r.optional_u32("num_local_experts"));
@@ -203,7 +226,7 @@ Result<HfConfig> parse_hf_config(const JsonValue& j, const std::string& where) {
     CERA_ASSIGN_OR_RETURN(c.explicit_head_dim, r.optional_u32("head_dim"));
   }
   const bool lfm2_family = c.arch == HfArch::kLfm2 || c.arch == HfArch::kLfm2Moe;
-  const char* eps_key = lfm2_family ? "norm_eps" : "rms_norm_eps";
+  const char* eps_key = lfm2_family ? "norm_eps" : c.arch == HfArch::kBert ? "layer_norm_eps" : "rms_norm_eps";
   CERA_ASSIGN_OR_RETURN(const auto eps, r.optional_number(j, eps_key));
   if (!eps) return not_found(where + ": missing key '" + eps_key + "'");
   c.rms_eps = *eps;
@@ -216,6 +239,7 @@ Result<HfConfig> parse_hf_config(const JsonValue& j, const std::string& where) {
     CERA_ASSIGN_OR_RETURN(c.logits_scaling, r.optional_number(j, "logits_scaling"));
   }
   if (lfm2_family) CERA_RETURN_IF_ERROR(read_lfm2(j, r, c));
+  if (c.arch == HfArch::kBert) CERA_RETURN_IF_ERROR(read_bert(j, r, c));
   if (c.arch == HfArch::kLfm2Moe || c.arch == HfArch::kQwen3Moe) CERA_RETURN_IF_ERROR(read_moe(j, r, c));
   c.bos_token_id = r.optional_int("bos_token_id");
   c.eos_token_id = r.optional_int("eos_token_id");
@@ -229,7 +253,8 @@ Result<HfConfig> parse_hf_config(const JsonValue& j, const std::string& where) {
     return invalid_argument(where + ": num_attention_heads " + std::to_string(c.n_head) +
                             " is not divisible by num_key_value_heads " + std::to_string(c.head_count_kv()));
   }
-  if (c.head_dim() % 2 != 0) return invalid_argument(where + ": head dimension " + std::to_string(c.head_dim()) + " is odd");
+  // Rotary halves need an even head dimension; bert has no rotary embedding.
+  if (c.arch != HfArch::kBert && c.head_dim() % 2 != 0) return invalid_argument(where + ": head dimension " + std::to_string(c.head_dim()) + " is odd");
   return c;
 }
 

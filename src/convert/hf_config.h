@@ -1,4 +1,5 @@
-// Hugging Face config.json for the causal-LM architectures cera converts, read into one struct.
+// Hugging Face config.json for the architectures cera converts (causal LMs and the BERT encoder),
+// read into one struct.
 // The architecture string becomes an enum in one table (kArchTable in hf_config.cpp); everything
 // downstream switches on the enum.
 #pragma once
@@ -16,7 +17,7 @@ namespace cera::convert {
 
 using format::JsonValue;
 
-enum class HfArch { kLlama, kMistral, kQwen2, kQwen3, kGranite, kLfm2, kLfm2Moe, kQwen3Moe };
+enum class HfArch { kLlama, kMistral, kQwen2, kQwen3, kGranite, kLfm2, kLfm2Moe, kQwen3Moe, kBert };
 
 struct HfArchInfo {
   HfArch arch;
@@ -47,7 +48,7 @@ struct HfConfig {
   uint32_t n_vocab = 0;
   std::optional<uint32_t> n_ctx;          // max_position_embeddings
   std::optional<uint32_t> explicit_head_dim;  // config "head_dim" (ignored for granite)
-  double rms_eps = 1e-6;
+  double rms_eps = 1e-6;                  // bert: layer_norm_eps (its norms are LayerNorms)
   std::optional<double> rope_theta;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
@@ -63,6 +64,8 @@ struct HfConfig {
   uint32_t n_dense_lead = 0;      // lfm2moe num_dense_layers
   bool norm_topk_prob = true;
   bool expert_bias = false;       // lfm2moe use_expert_bias: exp_probs_b tensors
+  // bert: token type (segment) embeddings, type_vocab_size.
+  uint32_t n_token_types = 0;
   // Special token ids given in config.json (fallbacks for tokenizer_config.json).
   std::optional<int64_t> bos_token_id, eos_token_id, pad_token_id;
 

@@ -131,6 +131,11 @@ namespace {
 Result<std::vector<Planned>> plan_tensors(const SafetensorsCheckpoint& ckpt, const HfConfig& c,
                                           std::vector<std::string>& notes) {
   PlanBuilder b(ckpt, arch_info(c.arch).permute_qk);
+  if (c.arch == HfArch::kBert) {
+    CERA_RETURN_IF_ERROR(plan_bert(b, c, notes));
+    CERA_RETURN_IF_ERROR(b.check_all_used());
+    return std::move(b.plan());
+  }
   CERA_RETURN_IF_ERROR(b.take("model.embed_tokens.weight", "token_embd.weight", {c.n_vocab, c.n_embd}, false));
   for (uint32_t l = 0; l < c.n_layer; ++l) {
     if (is_hybrid_family(c.arch)) {
@@ -186,7 +191,8 @@ void write_metadata(const HfConfig& c, const std::string& name, DType type, form
     if (s.type == RopeScalingType::kYarn) w.set_u32(p + "rope.scaling.original_context_length", *s.original_context);
   }
   if (c.rope_theta) w.set_f32(p + "rope.freq_base", static_cast<float>(*c.rope_theta));
-  w.set_f32(p + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_eps));
+  w.set_f32(p + (c.arch == HfArch::kBert ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
+            static_cast<float>(c.rms_eps));
   if (c.explicit_head_dim) {
     w.set_u32(p + "attention.key_length", *c.explicit_head_dim);
     w.set_u32(p + "attention.value_length", *c.explicit_head_dim);
@@ -260,7 +266,12 @@ Result<HfConvertReport> convert_hf(const HfConvertRequest& req, const format::Wr
   if (name.empty()) name = std::filesystem::absolute(req.dir).lexically_normal().filename().string();
   if (name.empty()) name = std::filesystem::absolute(req.dir).lexically_normal().parent_path().filename().string();
   write_metadata(config, name, req.type, w);
-  CERA_RETURN_IF_ERROR(add_hf_tokenizer(req.dir, config, w, report.notes));
+  if (config.arch == HfArch::kBert) {
+    CERA_RETURN_IF_ERROR(write_bert_metadata(req.dir, config, w, report.notes));
+    CERA_RETURN_IF_ERROR(add_wordpiece_tokenizer(req.dir, config, w, report.notes));
+  } else {
+    CERA_RETURN_IF_ERROR(add_hf_tokenizer(req.dir, config, w, report.notes));
+  }
 
   // llama.cpp emits generated tensors (rope_freqs) before the checkpoint's own.
   std::vector<float> rope_freqs;

@@ -1,5 +1,5 @@
 // `cera convert HF_DIR`: a Hugging Face safetensors checkpoint (Llama, Mistral, Qwen2, Qwen3,
-// Granite, LFM2, LFM2-MoE, Qwen3-MoE) to GGUF with llama.cpp's names, metadata keys and Q/K row order. Tensors are read
+// Granite, LFM2, LFM2-MoE, Qwen3-MoE, and BERT sentence-transformers folders) to GGUF with llama.cpp's names, metadata keys and Q/K row order. Tensors are read
 // from the memory-mapped shards and converted one at a time while the file is written.
 #pragma once
 

@@ -3,6 +3,7 @@
 // takes so that hf_convert.cpp can reject checkpoints with tensors nothing maps.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -57,5 +58,12 @@ class PlanBuilder {
 bool is_hybrid_family(HfArch arch);
 Status plan_hybrid_layer(PlanBuilder& b, const HfConfig& c, uint32_t layer);
 void write_hybrid_metadata(const HfConfig& c, format::GgufWriter& w);
+
+// bert (hf_bert.cpp): the whole tensor plan (embeddings, encoder layers; the pooler marked unused),
+// and its metadata: attention.causal, token_type_count, and from the sentence-transformers files
+// in `dir` (modules.json, the Pooling module's config.json) pooling_type and embedding.normalize.
+Status plan_bert(PlanBuilder& b, const HfConfig& c, std::vector<std::string>& notes);
+Status write_bert_metadata(const std::filesystem::path& dir, const HfConfig& c, format::GgufWriter& w,
+                           std::vector<std::string>& notes);
 
 }  // namespace cera::convert

@@ -23,6 +23,12 @@ enum class TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserD
 Status add_hf_tokenizer(const std::filesystem::path& dir, const HfConfig& config, format::GgufWriter& w,
                         std::vector<std::string>& notes);
 
+// A WordPiece vocabulary (tokenizer.json's WordPiece model, else vocab.txt with
+// tokenizer_config.json) as tokenizer model "bert" (hf_wordpiece.cpp): llama.cpp's phantom-space
+// token texts, special ids, the [CLS]/[SEP] template and BertNormalizer's lowercase/strip_accents.
+Status add_wordpiece_tokenizer(const std::filesystem::path& dir, const HfConfig& config, format::GgufWriter& w,
+                               std::vector<std::string>& notes);
+
 // llama.cpp's tokenizer.ggml.pre name for a byte-level BPE tokenizer.json, recognised from its
 // pre_tokenizer (Split regex, ByteLevel, Digits); "default" plus a note when not recognised.
 std::string detect_bpe_pre(const JsonValue& tokenizer_json, std::vector<std::string>& notes);

@@ -69,12 +69,14 @@ Status quantize_tensor(const QuantizeJob& job, std::span<std::byte> out) {
 TypeChoice choose_tensor_type(DType requested, const std::string& name, const std::vector<uint64_t>& shape) {
   const bool is_norm = name.size() >= 12 && name.compare(name.size() - 12, 12, "_norm.weight") == 0;
   const bool is_weight = name.size() >= 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
-  // llama.cpp keeps MoE routers and lfm2's convolution kernels in F32 whatever the file type.
+  // llama.cpp keeps MoE routers, lfm2's convolution kernels and bert's position and token type
+  // embeddings in F32 whatever the file type.
   auto ends_with = [&](const char* suffix) {
     const size_t n = std::char_traits<char>::length(suffix);
     return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
   };
-  const bool always_f32 = ends_with("ffn_gate_inp.weight") || ends_with("shortconv.conv.weight");
+  const bool always_f32 = ends_with("ffn_gate_inp.weight") || ends_with("shortconv.conv.weight") ||
+                          name == "position_embd.weight" || name == "token_types.weight";
   if (shape.size() <= 1 || is_norm || !is_weight || always_f32) return {DType::kF32, std::nullopt};
   if (dtype_row_bytes(requested, shape[0])) return {requested, std::nullopt};
   const DType fallback = requested == DType::kF32 ? DType::kF32 : DType::kF16;

@@ -15,12 +15,21 @@ using format::JsonValue;
 using format::parse_json;
 using format::read_json_file;
 
-uint32_t st_dtype_size(StDType t) { return t == StDType::kF32 ? 4 : 2; }
+uint32_t st_dtype_size(StDType t) {
+  switch (t) {
+    case StDType::kF32: return 4;
+    case StDType::kF16:
+    case StDType::kBF16: return 2;
+    case StDType::kI64: return 8;
+  }
+  return 0;
+}
 const char* st_dtype_name(StDType t) {
   switch (t) {
     case StDType::kF32: return "F32";
     case StDType::kF16: return "F16";
     case StDType::kBF16: return "BF16";
+    case StDType::kI64: return "I64";
   }
   return "?";
 }
@@ -51,6 +60,13 @@ void StTensor::read_f32(uint64_t first, uint64_t n, float* out) const {
         out[i] = bf16_to_float(h);
       }
       break;
+    case StDType::kI64:
+      for (uint64_t i = 0; i < n; ++i) {
+        int64_t v;
+        std::memcpy(&v, p + 8 * i, 8);
+        out[i] = static_cast<float>(v);
+      }
+      break;
   }
 }
 
@@ -73,7 +89,8 @@ Result<StTensor> read_entry(const std::string& name, const JsonValue& entry, uin
   if (d == "F32") t.dtype = StDType::kF32;
   else if (d == "F16") t.dtype = StDType::kF16;
   else if (d == "BF16") t.dtype = StDType::kBF16;
-  else return unsupported(ctx + ": dtype '" + d + "' (supported: F32, F16, BF16)");
+  else if (d == "I64") t.dtype = StDType::kI64;
+  else return unsupported(ctx + ": dtype '" + d + "' (supported: F32, F16, BF16, I64)");
   const JsonValue* shape = entry.find("shape");
   if (!shape || !shape->is_array()) return corrupt(ctx + ": missing array 'shape'");
   uint64_t n = 1;

@@ -1,6 +1,6 @@
 // Reader for Hugging Face safetensors files over a memory map: one file or a sharded checkpoint
 // (model.safetensors.index.json). Every header field is validated at open(): header length,
-// dtype (F32, F16, BF16 only), shape, and data offsets inside the file with the exact byte size.
+// dtype (F32, F16, BF16, and I64 for index buffers such as BERT's position_ids), shape, and data offsets inside the file with the exact byte size.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 
 namespace cera::convert {
 
-enum class StDType { kF32, kF16, kBF16 };
+enum class StDType { kF32, kF16, kBF16, kI64 };
 uint32_t st_dtype_size(StDType t);
 const char* st_dtype_name(StDType t);
 
@@ -28,7 +28,8 @@ struct StTensor {
   std::string file;                  // the file it came from, for error messages
 
   uint64_t n_elements() const;
-  // Elements [first, first + n) converted to float. Precondition: first + n <= n_elements().
+  // Elements [first, first + n) converted to float (I64: exact up to 2^24). Precondition:
+  // first + n <= n_elements().
   void read_f32(uint64_t first, uint64_t n, float* out) const;
 };
 

@@ -57,6 +57,20 @@ TEST(Safetensors, ReadsEveryDtype) {
   EXPECT_EQ(out[0], -1.0f);
 }
 
+// I64 index buffers (BERT's embeddings.position_ids) are read; values here are known.
+TEST(Safetensors, ReadsI64Buffers) {
+  const int64_t ids[3] = {0, 1, 511};
+  const auto bytes = make_file(R"({"p": {"dtype": "I64", "shape": [1, 3], "data_offsets": [0, 24]}})", le_bytes(ids, 24));
+  auto f = SafetensorsFile::parse(bytes, "mem");
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const StTensor& p = f->tensors()[0];
+  EXPECT_EQ(p.dtype, StDType::kI64);
+  float out[3];
+  p.read_f32(0, 3, out);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[2], 511.0f);
+}
+
 struct Corrupt {
   std::string header;
   size_t data_bytes;
@@ -67,7 +81,8 @@ TEST(Safetensors, RejectsCorruptHeaders) {
   const Corrupt cases[] = {
       {R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 12]}})", 16, "shape and dtype need 16"},
       {R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8, "past the data section"},
-      {R"({"a": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}})", 8, "dtype 'I64'"},
+      {R"({"a": {"dtype": "I8", "shape": [1], "data_offsets": [0, 1]}})", 1, "dtype 'I8'"},
+      {R"({"a": {"dtype": "I64", "shape": [2], "data_offsets": [0, 8]}})", 8, "shape and dtype need 16"},
       {R"({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", 4, "shape entries"},
       {R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}})", 4, "begin <= end"},
       {R"({"a": {"dtype": "F32", "shape": [1]}})", 4, "data_offsets"},
