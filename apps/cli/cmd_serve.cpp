@@ -15,6 +15,7 @@
 #include "arg_checks.h"
 #include "model_options.h"
 #include "runtime/chat/chat_template.h"
+#include "runtime/embed/embed_service.h"
 #include "text_input.h"
 #include "server.h"
 
@@ -42,6 +43,52 @@ std::string model_id(const ServeOptions& o) {
   std::string name = std::filesystem::path(o.model.model).filename().string();
   if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
   return name;
+}
+
+// The engine loop every generation goes through, its KV pool sized from the options; null for
+// an encoder, which only embeds (and then needs no pool).
+struct ServeLoop {
+  std::unique_ptr<runtime::EngineLoop> loop;
+  int32_t n_ctx = 0;
+  int64_t kv_tokens = 0;
+  double kv_gib = 0;
+};
+
+ServeLoop make_loop(const ServeOptions& o, api::Engine* engine) {
+  ServeLoop out;
+  if (!engine->model().causal()) return out;
+  const int32_t n_ctx_train = engine->model().hparams().n_ctx_train;
+  const int32_t n_ctx = o.model.ctx > 0 ? o.model.ctx : std::min(n_ctx_train > 0 ? n_ctx_train : kDefaultServeContext, kDefaultServeContext);
+  const runtime::SessionOptions sized{.n_ctx = n_ctx, .n_batch = o.model.batch};
+  const double bytes_per_token = static_cast<double>(engine->kv_cache_bytes(sized, /*paged_sliding=*/true)) / n_ctx;
+  const int64_t kv_tokens = o.kv_memory_gib > 0 ? static_cast<int64_t>(o.kv_memory_gib * (1ull << 30) / bytes_per_token)
+                                                : int64_t{o.parallel} * n_ctx;
+  if (kv_tokens < n_ctx) {
+    fail("serve", out_of_range(fmt::format("--kv-memory {} GiB holds {} tokens of KV cache, less than one context of {} "
+                                           "tokens (-c): give more memory or a smaller -c",
+                                           o.kv_memory_gib, kv_tokens, n_ctx)));
+  }
+  if (kv_tokens > kInt32Max) fail("serve", out_of_range(fmt::format("a KV pool of {} tokens is too large: lower --kv-memory or --parallel", kv_tokens)));
+  const double kv_gib = kv_tokens * bytes_per_token / (1ull << 30);
+  const uint64_t memory = physical_memory_bytes();
+  if (engine->backend().device() == Device::kCpu && memory > 0 && kv_tokens * bytes_per_token > static_cast<double>(memory)) {
+    fail("serve", out_of_range(fmt::format("a KV pool of {} tokens ({} requests of {} tokens) needs {:.1f} GiB, more than "
+                                           "this machine's {:.1f} GiB: lower --parallel, -c or --kv-memory",
+                                           kv_tokens, o.parallel, n_ctx, kv_gib, memory / double(1ull << 30))));
+  }
+  auto loop = runtime::EngineLoop::create(engine->model(), engine->tokenizer(),
+                                          {.n_ctx = n_ctx,
+                                           .max_batch_tokens = o.model.batch,
+                                           .max_running = o.parallel,
+                                           .max_waiting = o.max_queue,
+                                           .kv_tokens = static_cast<int32_t>(kv_tokens),
+                                           .kv_type = engine->kv_type()});
+  if (!loop.ok()) fail("serve", loop.status());
+  out.loop = std::move(loop).value();
+  out.n_ctx = n_ctx;
+  out.kv_tokens = kv_tokens;
+  out.kv_gib = kv_gib;
+  return out;
 }
 
 void serve(ServeOptions o) {
@@ -76,36 +123,14 @@ void serve(ServeOptions o) {
   });
 
   std::unique_ptr<api::Engine> engine = load_engine_or_exit("serve", o.model);
-  const int32_t n_ctx_train = engine->model().hparams().n_ctx_train;
-  const int32_t n_ctx = o.model.ctx > 0 ? o.model.ctx : std::min(n_ctx_train > 0 ? n_ctx_train : kDefaultServeContext, kDefaultServeContext);
-  const runtime::SessionOptions sized{.n_ctx = n_ctx, .n_batch = o.model.batch};
-  const double bytes_per_token = static_cast<double>(engine->kv_cache_bytes(sized, /*paged_sliding=*/true)) / n_ctx;
-  const int64_t kv_tokens = o.kv_memory_gib > 0 ? static_cast<int64_t>(o.kv_memory_gib * (1ull << 30) / bytes_per_token)
-                                                : int64_t{o.parallel} * n_ctx;
-  if (kv_tokens < n_ctx) {
-    fail("serve", out_of_range(fmt::format("--kv-memory {} GiB holds {} tokens of KV cache, less than one context of {} "
-                                           "tokens (-c): give more memory or a smaller -c",
-                                           o.kv_memory_gib, kv_tokens, n_ctx)));
-  }
-  if (kv_tokens > kInt32Max) fail("serve", out_of_range(fmt::format("a KV pool of {} tokens is too large: lower --kv-memory or --parallel", kv_tokens)));
-  const double kv_gib = kv_tokens * bytes_per_token / (1ull << 30);
-  const uint64_t memory = physical_memory_bytes();
-  if (engine->backend().device() == Device::kCpu && memory > 0 && kv_tokens * bytes_per_token > static_cast<double>(memory)) {
-    fail("serve", out_of_range(fmt::format("a KV pool of {} tokens ({} requests of {} tokens) needs {:.1f} GiB, more than "
-                                           "this machine's {:.1f} GiB: lower --parallel, -c or --kv-memory",
-                                           kv_tokens, o.parallel, n_ctx, kv_gib, memory / double(1ull << 30))));
-  }
-  auto loop = runtime::EngineLoop::create(engine->model(), engine->tokenizer(),
-                                          {.n_ctx = n_ctx,
-                                           .max_batch_tokens = o.model.batch,
-                                           .max_running = o.parallel,
-                                           .max_waiting = o.max_queue,
-                                           .kv_tokens = static_cast<int32_t>(kv_tokens),
-                                           .kv_type = engine->kv_type()});
-  if (!loop.ok()) fail("serve", loop.status());
+  ServeLoop sl = make_loop(o, engine.get());
+  runtime::embed::EmbedService embeddings(engine->model(), engine->tokenizer(), sl.loop.get(),
+                                          {.max_batch_tokens = o.model.batch, .kv_type = engine->kv_type()});
+  const int32_t n_ctx = sl.n_ctx;
 
   server::ServedModel served{.engine = engine.get(),
-                             .loop = loop->get(),
+                             .loop = sl.loop.get(),
+                             .embeddings = &embeddings,
                              .special = runtime::chat::special_token_texts(engine->tokenizer()),
                              .id = model_id(o),
                              .created = std::chrono::duration_cast<std::chrono::seconds>(
@@ -133,17 +158,22 @@ void serve(ServeOptions o) {
     http.set_model(&served);
     ready = true;
   }
-  fmt::print(stderr,
-             "cera serve: ready: {} on {}, {} requests at once of up to {} tokens, KV pool {} tokens ({:.2f} GiB), "
-             "queue {}\n",
-             served.id, engine->backend().name(), o.parallel, n_ctx, kv_tokens, kv_gib, o.max_queue);
+  if (sl.loop) {
+    fmt::print(stderr,
+               "cera serve: ready: {} on {}, {} requests at once of up to {} tokens, KV pool {} tokens ({:.2f} GiB), "
+               "queue {}\n",
+               served.id, engine->backend().name(), o.parallel, n_ctx, sl.kv_tokens, sl.kv_gib, o.max_queue);
+  } else {
+    fmt::print(stderr, "cera serve: ready: {} on {}, an encoder: POST /v1/embeddings only, texts of up to {} tokens\n",
+               served.id, engine->backend().name(), o.model.batch);
+  }
 
   {
     std::unique_lock lock(mu);
     stop_cv.wait(lock, [&] { return stop; });
   }
   fmt::print(stderr, "cera serve: stopping\n");
-  (*loop)->shutdown(runtime::ShutdownMode::kCancel);
+  if (sl.loop) sl.loop->shutdown(runtime::ShutdownMode::kCancel);
   http.stop();
   signals.join();
 }

@@ -16,5 +16,6 @@ void register_logits(CLI::App& app);      // cmd_logits.cpp
 void register_bench(CLI::App& app);       // cmd_bench.cpp
 void register_chat(CLI::App& app);        // cmd_chat.cpp
 void register_serve(CLI::App& app);       // cmd_serve.cpp
+void register_embed(CLI::App& app);       // cmd_embed.cpp
 
 }  // namespace cera::cli

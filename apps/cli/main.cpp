@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   cera::cli::register_run(app);
   cera::cli::register_chat(app);
   cera::cli::register_serve(app);
+  cera::cli::register_embed(app);
   cera::cli::register_bench(app);
   cera::cli::register_logits(app);
   cera::cli::register_inspect(app);

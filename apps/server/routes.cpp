@@ -112,6 +112,12 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
   const auto arrival = CompletionRun::Clock::now();
   const ServedModel* model = model_or_503(res);
   if (model == nullptr) return;
+  if (model->loop == nullptr) {
+    return write_error(res, bad_request(fmt::format("the model '{}' is an encoder: it computes embeddings "
+                                                    "(POST /v1/embeddings) and cannot generate text",
+                                                    model->id),
+                                        "model", "model_not_generative"));
+  }
   auto body = parse_request_body(req.body, options_.max_json_depth);
   if (auto* e = std::get_if<ApiError>(&body)) return write_error(res, *e);
   auto job = read_completion_job(chat ? Endpoint::kChat : Endpoint::kCompletion, std::get<Json>(body), *model);

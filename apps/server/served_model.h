@@ -1,6 +1,6 @@
 // ServedModel: what the routes need of the loaded model, set once loading has finished: the
 // engine (tokenizer, file), the engine loop every request goes through, the chat template and
-// the limits a request is checked against. Read-only after start-up, shared by every HTTP thread.
+// the limits a request is checked against, and the embedding service. Read-only after start-up, shared by every HTTP thread.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "api/engine.h"
 #include "runtime/chat/chat_template.h"
+#include "runtime/embed/embed_service.h"
 #include "runtime/engine/engine_loop.h"
 #include "runtime/grammar/vocab_index.h"
 
@@ -16,7 +17,8 @@ namespace cera::server {
 
 struct ServedModel {
   api::Engine* engine = nullptr;
-  runtime::EngineLoop* loop = nullptr;
+  runtime::EngineLoop* loop = nullptr;  // null: an encoder (bert), which only embeds
+  runtime::embed::EmbedService* embeddings = nullptr;  // /v1/embeddings
   std::optional<runtime::chat::ChatTemplate> chat_template;  // none: the file has none (chat refused)
   std::string chat_template_error;                           // why there is none
   runtime::chat::SpecialTokenTexts special;                  // bos / eos texts for the template

@@ -169,6 +169,7 @@ void HttpServer::install_routes() {
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { models(res); });
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { completions(req, res, true); });
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { completions(req, res, false); });
+  s.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
 }

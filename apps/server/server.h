@@ -68,6 +68,7 @@ class HttpServer {
   void completions(const httplib::Request& req, httplib::Response& res, bool chat);
   void tokenize(const httplib::Request& req, httplib::Response& res);
   void detokenize(const httplib::Request& req, httplib::Response& res);
+  void embeddings(const httplib::Request& req, httplib::Response& res);  // embeddings_route.cpp
   void models(httplib::Response& res);
 
   ServerOptions options_;
