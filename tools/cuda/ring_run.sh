@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of gemm_rows_direct's ring variant (src/ops/cuda/gemm_rows_direct_ring.cu) on the H200.
 # Run from a folder holding bin/test_ops_cuda and bin/gemm_bench:
-#   ./ring_run.sh [bench] [tests] [sanitize]     (default: all three)
+#   tools/cuda/ring_run.sh [bench] [tests] [sanitize]     (default: all three)
 # Each step runs under `timeout` (bench 4 x 120 s, tests 300 + 2 x 120 s, sanitize 3 x 180 s at
 # most); to stay inside 10-minute device calls, run `./ring_run.sh bench tests`, then
 # `./ring_run.sh sanitize`.
