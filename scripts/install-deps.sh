@@ -9,7 +9,8 @@ packages=(build-essential cmake ninja-build ccache git python3 python3-pip
           libcpp-httplib-dev clang libclang-rt-14-dev)
 # The tests/server/ suite: its Python venv (scripts/test-venv.sh) and the browser its web UI
 # tests drive headless (CMake's CERA_CHROMIUM).
-test_packages=(python3-venv chromium)
+# python3-dev: the headers `pip install .` builds the Python module against (tests/python).
+test_packages=(python3-venv python3-dev chromium)
 case ${1:-all} in
   run) ;;
   all) packages+=("${test_packages[@]}") ;;

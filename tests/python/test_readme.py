@@ -1,0 +1,29 @@
+# The README's Python quick start runs as written: the first ```python block of README.md that
+# imports cera, in a home folder whose model cache holds SmolLM2 (the path the README names).
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+
+def quick_start():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    for block in re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M):
+        if "import cera" in block:
+            return block
+    pytest.fail("README.md has no ```python block that imports cera")
+
+
+def test_readme_quick_start_runs(smollm2_path, tmp_path):
+    code = quick_start()
+    assert len(code.strip().splitlines()) <= 3, code
+    models = tmp_path / "home" / ".cache" / "cera" / "models"
+    models.mkdir(parents=True)
+    (models / "SmolLM2-135M-Instruct.Q4_1.gguf").symlink_to(smollm2_path)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                          env={"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert "Paris" in done.stdout, done.stdout
