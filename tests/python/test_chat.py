@@ -1,6 +1,8 @@
 # cera.Engine.chat on SmolLM2-135M-Instruct: its ChatML template is applied (the turn text the C++
 # facade test checks), a streamed greedy reply is made of pieces that concatenate to the blocking
 # greedy reply, which answers "Paris"; messages are checked and refused by index.
+import json
+
 import pytest
 
 import cera
@@ -56,3 +58,20 @@ def test_bad_messages_are_named(smollm2):
         smollm2.chat([{"role": "assistant", "content": "", "tool_calls": []}])
     with pytest.raises(cera.InvalidArgumentError, match="template_kwargs"):
         smollm2.chat(QUESTION, template_kwargs="[1, 2]")
+
+
+def test_json_schema_replies_validate(smollm2):
+    # jsonschema judges what the schema constrained (TESTING.md), greedy and sampled.
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 20},
+                       "age": {"type": "integer", "minimum": 0, "maximum": 150}},
+        "required": ["name", "age"],
+        "additionalProperties": False,
+    }
+    ask = [{"role": "user", "content": "Describe a person as JSON with a name and an age."}]
+    for seed in (None, 1, 2, 3):
+        r = smollm2.chat(ask, max_tokens=64, temperature=0 if seed is None else 1.0, seed=seed, json_schema=schema)
+        assert r.finish_reason == "stop", r
+        jsonschema.validate(json.loads(r.text), schema)

@@ -1,5 +1,6 @@
-# The README's Python quick start runs as written: the first ```python block of README.md that
-# imports cera, in a home folder whose model cache holds SmolLM2 (the path the README names).
+# The Python quick start runs as written: the first ```python block that imports cera in
+# README.md and in docs/python.md (the two must be the same three lines), run in a home folder
+# whose model cache holds SmolLM2 (the path the snippet names).
 import re
 import subprocess
 import sys
@@ -9,16 +10,20 @@ import pytest
 from conftest import REPO
 
 
-def quick_start():
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def quick_start(doc):
+    text = (REPO / doc).read_text(encoding="utf-8")
     for block in re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M):
         if "import cera" in block:
             return block
-    pytest.fail("README.md has no ```python block that imports cera")
+    pytest.fail(f"{doc} has no ```python block that imports cera")
+
+
+def test_docs_and_readme_agree():
+    assert quick_start("docs/python.md") == quick_start("README.md")
 
 
 def test_readme_quick_start_runs(smollm2_path, tmp_path):
-    code = quick_start()
+    code = quick_start("README.md")
     assert len(code.strip().splitlines()) <= 3, code
     models = tmp_path / "home" / ".cache" / "cera" / "models"
     models.mkdir(parents=True)
