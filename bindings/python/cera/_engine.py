@@ -275,8 +275,9 @@ class Engine:
         render_special: control tokens appear as their text."""
         return self._engine.detokenize(list(ids), render_special)
 
+    # A str is a Sequence[str] too; overloads are tried in order, so this one wins for a str.
     @overload
-    def embed(
+    def embed(  # type: ignore[overload-overlap]
         self, input: str, *, pooling: Optional[Pooling] = ..., normalize: Optional[bool] = ..., as_numpy: Literal[False] = ...
     ) -> Union[list[float], list[list[float]]]: ...
 
@@ -317,7 +318,7 @@ class Engine:
         pooling "none" (n_tokens, n_embd) per text.
         """
         single = isinstance(input, str)
-        texts = [input] if single else list(input)
+        texts: list[str] = [input] if isinstance(input, str) else list(input)
         options = _cera.EmbedOptions()
         _assign(options, pooling=pooling, normalize=normalize)
         embeddings = self._engine.embed(texts, options)
@@ -453,7 +454,7 @@ def _rows(e: _cera.Embedding) -> list[list[float]]:
 
 def _as_numpy(embeddings: list[_cera.Embedding], single: bool, per_token: bool) -> Any:
     try:
-        import numpy
+        import numpy  # type: ignore[import-not-found, unused-ignore]
     except ImportError as e:
         raise ImportError("embed(as_numpy=True) needs numpy, which cera does not depend on: pip install numpy") from e
     arrays = [numpy.asarray(e.values, dtype=numpy.float32) for e in embeddings]
