@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+import cera
+
 from conftest import stories_reference
 
 # SmolLM2 counts on greedily; 1500 tokens take ~20 s on 2 cores, so a request that ends within a
@@ -138,3 +140,30 @@ def test_threads_share_an_engine(stories):
     for t in threads:
         t.join()
     assert results == [stories_reference()] * 4
+
+
+def test_a_stream_outlives_its_closed_engine(stories_gguf):
+    engine = cera.Engine(stories_gguf, device="cpu")
+    stream = engine.generate("", max_tokens=256, temperature=0, stream=True)
+    engine.close()  # the open stream keeps the model until it is done
+    assert engine.closed
+    assert "".join(stream) == stories_reference()
+    with pytest.raises(cera.UnavailableError, match="is closed: make a new cera.Engine"):
+        engine.generate("", max_tokens=1)
+    stream.close()
+
+
+def test_one_reader_at_a_time(smollm2):
+    stream = smollm2.generate(COUNTING, max_tokens=LONG, temperature=0, stream=True)
+    errors = []
+    first = threading.Thread(target=lambda: stream.result)  # reads until the end, in a wait
+    first.start()
+    time.sleep(0.3)
+    try:
+        next(stream)
+    except RuntimeError as e:
+        errors.append(str(e))
+    stream.cancel()
+    first.join()
+    assert errors == ["this cera.Stream is being read by another thread"]
+    assert stream.result.finish_reason == "cancelled"
