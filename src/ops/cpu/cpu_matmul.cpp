@@ -152,15 +152,23 @@ void matmul(CpuContext& ctx, const TensorView& out, const TensorView& weight, co
   args.out_stride = out.stride() / static_cast<int64_t>(sizeof(float));
   args.bias = bias != nullptr ? bias->row_as<const float>(0) : nullptr;
 
+  // Many tokens over float weights: the GEMM, whose chunks pack their weight columns once for
+  // all tokens (so fewer, larger chunks: about 2 per thread).
+  const MatmulRowsFn gemm_fn = !repacked && args.act.type == DType::kF32 && args.act.terms == 1 &&
+                                       args.n_tokens >= ctx.kernels->gemm_min_tokens
+                                   ? ctx.kernels->gemm_for(weight.dtype)
+                                   : nullptr;
   // Chunks of whole tiles, about 8 per thread so that dynamic claiming evens out the threads;
   // a small product runs on the calling thread alone (a dispatch costs a few microseconds).
-  const int64_t tile = repacked ? kR16Rows : ctx.kernels->tile_rows;
+  const int64_t tile = gemm_fn != nullptr ? ctx.kernels->gemm_cols : repacked ? kR16Rows : ctx.kernels->tile_rows;
   const int64_t n_tiles = (n_out + tile - 1) / tile;
   const int64_t macs = n_out * n_in * args.n_tokens;
+  const int64_t per_thread = gemm_fn != nullptr ? 2 : 8;
   const int64_t grain = macs < (1 << 16) ? n_tiles
-                                         : std::max<int64_t>(1, n_tiles / (8 * ctx.pool.size()));
+                                         : std::max<int64_t>(1, n_tiles / (per_thread * ctx.pool.size()));
+  const MatmulRowsFn fn = gemm_fn != nullptr ? gemm_fn : rows_fn;
   ctx.pool.parallel_for(n_tiles, grain, [&](int64_t begin, int64_t end) {
-    rows_fn(args, begin * tile, std::min(end * tile, n_out));
+    fn(args, begin * tile, std::min(end * tile, n_out));
   });
 }
 

@@ -92,6 +92,12 @@ struct KernelTable {
                                  float* block_d, int32_t* block_sum);
   // y[i] = fp16(x[i]) for i < n, round to nearest even, bit-exact with float_to_half (core/half.h).
   void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
+  // The register-blocked GEMM over plain float weights (F32, F16, BF16; simd_gemm.inc), used
+  // instead of matmul_for's dot tiles from gemm_min_tokens activation rows on; null for other
+  // types and on the portable level. Rows split in multiples of gemm_cols; F32 activations only.
+  MatmulRowsFn (*gemm_for)(DType weight);
+  int gemm_cols;
+  int gemm_min_tokens;
 };
 
 const KernelTable& portable_kernels();

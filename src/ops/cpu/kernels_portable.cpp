@@ -85,6 +85,7 @@ MatmulRowsFn matmul_for(DType weight) {
   return quant::has_vec_dot(weight) ? matmul_reference : nullptr;
 }
 MatmulRowsFn no_r16(DType) { return nullptr; }
+MatmulRowsFn no_gemm(DType) { return nullptr; }
 
 void quantize_q8_0_reference(const float* x, int64_t n, void* blocks, float* block_d, int32_t* block_sum) {
   quant::quantize_activation_row(DType::kQ8_0, x, blocks, n);
@@ -132,7 +133,8 @@ void f32_to_f16_reference(const float* x, uint16_t* y, int64_t n) {
 
 const KernelTable& portable_kernels() {
   static const KernelTable table{"portable", 1, matmul_for, attention_unit, attention_unit_f16, no_r16,
-                                 quantize_q8_0_reference, quantize_q8_0_residual_reference, f32_to_f16_reference};
+                                 quantize_q8_0_reference, quantize_q8_0_residual_reference, f32_to_f16_reference,
+                                 no_gemm, 1, 0};
   return table;
 }
 
