@@ -1,6 +1,7 @@
 // Row-wise and elementwise verbs: rms_norm, layer_norm, rope, activation, gated_activation,
 // add_scaled, scale. Plain C++
-// (the compiler vectorizes the baseline loops); these move n_embd or n_ff floats per token, which
+// (the compiler vectorizes the baseline loops) except GELU, which takes the kernel level's vector
+// erf/tanh forms (kernels.h); these move n_embd or n_ff floats per token, which
 // is small next to the matmuls, so they are split across threads only for large batches.
 // RoPE angles are computed in double: theta grows with the position, and a float angle at
 // position 10^4 would already be off by ~1e-3 rad.
@@ -30,23 +31,16 @@ void check_same_shape(const TensorView& a, const TensorView& b, const char* what
   CERA_CHECK_MSG(a.cols() == b.cols() && a.rows() == b.rows(), std::string(what) + ": shape mismatch");
 }
 
-float gelu_tanh(float x) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
-}
-
-float gelu_erf(float x) {
-  constexpr float kInvSqrt2 = 0.7071067811865476f;
-  return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
-}
-
-float activate(float x, Activation act) {
+// o[i] = act(x[i]) for i < n (o == x allowed). GELU runs through the level's vector kernels
+// (kernels.h): libm's scalar erff was 12 % of a BERT embedding run.
+void activate_row(const KernelTable& k, Activation act, const float* x, float* o, int64_t n) {
   switch (act) {
-    case Activation::kSilu: return x / (1.0f + std::exp(-x));
-    case Activation::kGeluTanh: return gelu_tanh(x);
-    case Activation::kGeluErf: return gelu_erf(x);
+    case Activation::kSilu:
+      for (int64_t i = 0; i < n; ++i) o[i] = x[i] / (1.0f + std::exp(-x[i]));
+      return;
+    case Activation::kGeluTanh: k.gelu_tanh(x, o, n); return;
+    case Activation::kGeluErf: k.gelu_erf(x, o, n); return;
   }
-  return x;
 }
 
 }  // namespace
@@ -83,9 +77,7 @@ void activation(CpuContext& ctx, const TensorView& out, const TensorView& x, Act
   check_same_shape(out, x, "activation");
   const int64_t n = out.cols();
   for_rows(ctx, out.rows(), n, [&](int64_t r) {
-    const float* src = x.row_as<const float>(r);
-    float* o = out.row_as<float>(r);
-    for (int64_t i = 0; i < n; ++i) o[i] = activate(src[i], act);
+    activate_row(*ctx.kernels, act, x.row_as<const float>(r), out.row_as<float>(r), n);
   });
 }
 
@@ -180,7 +172,18 @@ void gated_activation(CpuContext& ctx, const TensorView& out, const TensorView& 
     if (act == Activation::kSilu) {
       for (int64_t i = 0; i < n; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
     } else {
-      for (int64_t i = 0; i < n; ++i) o[i] = activate(g[i], act) * u[i];
+      // o may alias u: each element reads its u before the product overwrites it.
+      if (o == u) {
+        for (int64_t i0 = 0; i0 < n; i0 += 256) {
+          float a[256];
+          const int64_t m = std::min<int64_t>(256, n - i0);
+          activate_row(*ctx.kernels, act, g + i0, a, m);
+          for (int64_t i = 0; i < m; ++i) o[i0 + i] = a[i] * u[i0 + i];
+        }
+      } else {
+        activate_row(*ctx.kernels, act, g, o, n);
+        for (int64_t i = 0; i < n; ++i) o[i] *= u[i];
+      }
     }
   });
 }

@@ -98,6 +98,11 @@ struct KernelTable {
   MatmulRowsFn (*gemm_for)(DType weight);
   int gemm_cols;
   int gemm_min_tokens;
+  // y[i] = f(x[i]) for i < n (x == y allowed): erf, and GELU in its erf and tanh forms. The SIMD
+  // levels use simd_gelu.inc's approximations (erf within 1e-6 of std::erf), portable libm.
+  void (*erf)(const float* x, float* y, int64_t n);
+  void (*gelu_erf)(const float* x, float* y, int64_t n);
+  void (*gelu_tanh)(const float* x, float* y, int64_t n);
 };
 
 const KernelTable& portable_kernels();

@@ -129,12 +129,25 @@ void f32_to_f16_reference(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = float_to_half(x[i]);
 }
 
+void erf_reference(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+}
+void gelu_erf_reference(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.7071067811865476f));
+}
+void gelu_tanh_reference(const float* x, float* y, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = 0.5f * x[i] * (1.0f + std::tanh(kSqrt2OverPi * x[i] * (1.0f + 0.044715f * x[i] * x[i])));
+  }
+}
+
 }  // namespace
 
 const KernelTable& portable_kernels() {
   static const KernelTable table{"portable", 1, matmul_for, attention_unit, attention_unit_f16, no_r16,
                                  quantize_q8_0_reference, quantize_q8_0_residual_reference, f32_to_f16_reference,
-                                 no_gemm, 1, 0};
+                                 no_gemm, 1, 0, erf_reference, gelu_erf_reference, gelu_tanh_reference};
   return table;
 }
 
