@@ -64,6 +64,7 @@ struct CpuContext {
   std::vector<float> act_d;         // Q8_0 block scales as float
   std::vector<int32_t> act_sum;     // Q8_0 block code sums
   std::vector<float> rope_cs;       // cos/sin per (token, pair)
+  std::vector<float> gemm_x;        // activations packed for the float GEMM (KernelTable::gemm_pack)
 };
 
 // Checks shared by the verbs.

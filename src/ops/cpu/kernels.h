@@ -44,6 +44,9 @@ struct MatmulArgs {
   float* out = nullptr;
   int64_t out_stride = 0;  // floats between tokens' output rows
   const float* bias = nullptr;  // [n_out] or null
+  // KernelTable::gemm_for kernels only: the activations as KernelTable::gemm_pack wrote them
+  // (packed once per call and shared by every thread's chunk of columns).
+  const float* gemm_x = nullptr;
 };
 
 using MatmulRowsFn = void (*)(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
@@ -95,9 +98,14 @@ struct KernelTable {
   // The register-blocked GEMM over plain float weights (F32, F16, BF16; simd_gemm.inc), used
   // instead of matmul_for's dot tiles from gemm_min_tokens activation rows on; null for other
   // types and on the portable level. Rows split in multiples of gemm_cols; F32 activations only.
+  // Before it runs, gemm_pack writes token blocks [block_begin, block_end) (gemm_tokens tokens
+  // each, the last one short) of a.act to dst, n_in * gemm_tokens floats per block, and
+  // MatmulArgs::gemm_x points there.
   MatmulRowsFn (*gemm_for)(DType weight);
   int gemm_cols;
   int gemm_min_tokens;
+  int gemm_tokens;
+  void (*gemm_pack)(const MatmulArgs& a, int64_t block_begin, int64_t block_end, float* dst);
   // y[i] = f(x[i]) for i < n (x == y allowed): erf, and GELU in its erf and tanh forms. The SIMD
   // levels use simd_gelu.inc's approximations (erf within 1e-6 of std::erf), portable libm.
   void (*erf)(const float* x, float* y, int64_t n);

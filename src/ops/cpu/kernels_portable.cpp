@@ -147,7 +147,7 @@ void gelu_tanh_reference(const float* x, float* y, int64_t n) {
 const KernelTable& portable_kernels() {
   static const KernelTable table{"portable", 1, matmul_for, attention_unit, attention_unit_f16, no_r16,
                                  quantize_q8_0_reference, quantize_q8_0_residual_reference, f32_to_f16_reference,
-                                 no_gemm, 1, 0, erf_reference, gelu_erf_reference, gelu_tanh_reference};
+                                 no_gemm, 1, 0, 1, nullptr, erf_reference, gelu_erf_reference, gelu_tanh_reference};
   return table;
 }
 
