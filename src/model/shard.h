@@ -30,9 +30,10 @@ struct ShardSpec {
 // How a weight is divided among the ranks (GGUF order: ne[0] is the input dimension of a Linear,
 // ne[1] its outputs, one row per output).
 enum class ShardSplit {
-  kReplicated,  // every rank holds all of it: norms, biases of row-split Linears, the router of a MoE
-  kOutputs,     // ne[1] split: Q/K/V (by heads), gate/up, token embedding and output head (by vocab)
-  kInputs,      // ne[0] split: attention O and FFN down; partial outputs summed across ranks
+  kReplicated,  // every rank holds all of it: norms, biases of row-split Linears, the router of a
+                // MoE
+  kOutputs,  // ne[1] split: Q/K/V (by heads), gate/up, token embedding and output head (by vocab)
+  kInputs,   // ne[0] split: attention O and FFN down; partial outputs summed across ranks
 };
 
 // A rank's run [first, first + count) of one dimension.
@@ -51,18 +52,20 @@ struct ShardUnit {
 // evenly. An error naming `tensor` when the units do not divide by n_ranks, or when `block`
 // (elements per quant block along this dimension; 1 when it is not the blocked one) does not
 // divide a rank's run.
-Result<ShardRange> shard_range(const std::string& tensor, int64_t extent, ShardUnit unit, int64_t block,
-                               const ShardSpec& spec);
+Result<ShardRange> shard_range(const std::string& tensor, int64_t extent, ShardUnit unit,
+                               int64_t block, const ShardSpec& spec);
 
 // The shape rank `spec.rank` holds of a tensor of `shape` (GGUF order) split as `split`.
-Result<std::array<int64_t, 4>> shard_shape(const std::string& tensor, DType dtype, std::array<int64_t, 4> shape,
-                                           ShardSplit split, ShardUnit unit, const ShardSpec& spec);
+Result<std::array<int64_t, 4>> shard_shape(const std::string& tensor, DType dtype,
+                                           std::array<int64_t, 4> shape, ShardSplit split,
+                                           ShardUnit unit, const ShardSpec& spec);
 
 // The rank's slice of a tensor's packed bytes (`bytes` holds ne[1]*ne[2]*ne[3] rows of ne[0]
 // elements of `dtype`), packed in turn: for kOutputs the rows of its run (per ne[2]/ne[3]
 // matrix, e.g. per expert), for kInputs the blocks of its run of every row.
-Result<std::vector<std::byte>> shard_bytes(const std::string& tensor, DType dtype, std::array<int64_t, 4> shape,
-                                           std::span<const std::byte> bytes, ShardSplit split, ShardUnit unit,
-                                           const ShardSpec& spec);
+Result<std::vector<std::byte>> shard_bytes(const std::string& tensor, DType dtype,
+                                           std::array<int64_t, 4> shape,
+                                           std::span<const std::byte> bytes, ShardSplit split,
+                                           ShardUnit unit, const ShardSpec& spec);
 
 }  // namespace cera::model

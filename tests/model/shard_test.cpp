@@ -35,15 +35,18 @@ Quantized make_weight(DType type, std::array<int64_t, 4> shape, uint32_t seed) {
     } else {
       quant::quantize_row(type, row.data(), q.bytes.data() + r * row_bytes, shape[0]);
     }
-    quant::dequantize_row(type, q.bytes.data() + r * row_bytes, q.dequantized.data() + r * shape[0], shape[0]);
+    quant::dequantize_row(type, q.bytes.data() + r * row_bytes, q.dequantized.data() + r * shape[0],
+                          shape[0]);
   }
   return q;
 }
 
-std::vector<float> dequantize(DType type, const std::vector<std::byte>& bytes, int64_t ne0, int64_t rows) {
+std::vector<float> dequantize(DType type, const std::vector<std::byte>& bytes, int64_t ne0,
+                              int64_t rows) {
   std::vector<float> out(static_cast<size_t>(ne0 * rows));
   const int64_t row_bytes = ne0 / dtype_block_size(type) * dtype_type_size(type);
-  for (int64_t r = 0; r < rows; ++r) quant::dequantize_row(type, bytes.data() + r * row_bytes, out.data() + r * ne0, ne0);
+  for (int64_t r = 0; r < rows; ++r)
+    quant::dequantize_row(type, bytes.data() + r * row_bytes, out.data() + r * ne0, ne0);
   return out;
 }
 
@@ -63,10 +66,12 @@ TEST_P(ShardTypes, InputSplitProductsSumToTheUnsplitProduct) {
     std::vector<double> sum(static_cast<size_t>(shape[1]), 0.0);
     for (int r = 0; r < n; ++r) {
       const ShardSpec spec{r, n};
-      auto part_shape = shard_shape("blk.0.ffn_down.weight", type, shape, ShardSplit::kInputs, {}, spec);
+      auto part_shape =
+          shard_shape("blk.0.ffn_down.weight", type, shape, ShardSplit::kInputs, {}, spec);
       ASSERT_TRUE(part_shape.ok()) << part_shape.status().message();
       ASSERT_EQ((*part_shape)[0], shape[0] / n);
-      auto part = shard_bytes("blk.0.ffn_down.weight", type, shape, w.bytes, ShardSplit::kInputs, {}, spec);
+      auto part =
+          shard_bytes("blk.0.ffn_down.weight", type, shape, w.bytes, ShardSplit::kInputs, {}, spec);
       ASSERT_TRUE(part.ok()) << part.status().message();
       const std::vector<float> wp = dequantize(type, *part, shape[0] / n, shape[1]);
       for (int64_t o = 0; o < shape[1]; ++o) {
@@ -77,7 +82,8 @@ TEST_P(ShardTypes, InputSplitProductsSumToTheUnsplitProduct) {
     }
     for (int64_t o = 0; o < shape[1]; ++o) {
       double ref = 0;
-      for (int64_t i = 0; i < shape[0]; ++i) ref += static_cast<double>(w.dequantized[o * shape[0] + i]) * x[i];
+      for (int64_t i = 0; i < shape[0]; ++i)
+        ref += static_cast<double>(w.dequantized[o * shape[0] + i]) * x[i];
       EXPECT_NEAR(sum[o], ref, 1e-9 * (1 + std::abs(ref))) << "N=" << n << " output " << o;
     }
   }
@@ -85,12 +91,13 @@ TEST_P(ShardTypes, InputSplitProductsSumToTheUnsplitProduct) {
 
 TEST_P(ShardTypes, OutputSplitHoldsItsRowsOfEveryMatrix) {
   const DType type = GetParam();
-  const std::array<int64_t, 4> shape = {dtype_block_size(type) * 2, 16, 3, 1};  // 3 experts of 16 rows
+  const std::array<int64_t, 4> shape = {dtype_block_size(type) * 2, 16, 3,
+                                        1};  // 3 experts of 16 rows
   const Quantized w = make_weight(type, shape, 5);
   for (int n : {2, 4}) {
     for (int r = 0; r < n; ++r) {
-      auto part = shard_bytes("blk.0.ffn_gate_exps.weight", type, shape, w.bytes, ShardSplit::kOutputs,
-                              {1, "FFN column"}, ShardSpec{r, n});
+      auto part = shard_bytes("blk.0.ffn_gate_exps.weight", type, shape, w.bytes,
+                              ShardSplit::kOutputs, {1, "FFN column"}, ShardSpec{r, n});
       ASSERT_TRUE(part.ok()) << part.status().message();
       const int64_t rows = shape[1] / n;
       const std::vector<float> got = dequantize(type, *part, shape[0], rows * shape[2]);
@@ -108,30 +115,34 @@ TEST_P(ShardTypes, OutputSplitHoldsItsRowsOfEveryMatrix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, ShardTypes,
-                         ::testing::Values(DType::kF32, DType::kF16, DType::kQ4_0, DType::kQ8_0, DType::kQ4_K,
-                                           DType::kQ6_K),
+                         ::testing::Values(DType::kF32, DType::kF16, DType::kQ4_0, DType::kQ8_0,
+                                           DType::kQ4_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(Shard, HeadsThatDoNotDivideAreRefusedNamingTheTensor) {
   // 3 KV heads of 64 cannot be split over 2 ranks.
-  auto r = shard_shape("blk.0.attn_k.weight", DType::kF16, {576, 192, 1, 1}, ShardSplit::kOutputs, {64, "KV head"},
-                       ShardSpec{0, 2});
+  auto r = shard_shape("blk.0.attn_k.weight", DType::kF16, {576, 192, 1, 1}, ShardSplit::kOutputs,
+                       {64, "KV head"}, ShardSpec{0, 2});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("blk.0.attn_k.weight"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("blk.0.attn_k.weight"), std::string::npos)
+      << r.status().message();
   EXPECT_NE(r.status().message().find("3 KV heads"), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("2 tensor-parallel ranks"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("2 tensor-parallel ranks"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(Shard, AnInputSplitThatWouldCutAQuantBlockIsRefused) {
   // 512 inputs of Q4_K (256-element blocks) over 4 ranks: 128 each, half a block.
-  auto r = shard_shape("blk.1.ffn_down.weight", DType::kQ4_K, {512, 64, 1, 1}, ShardSplit::kInputs, {},
-                       ShardSpec{3, 4});
+  auto r = shard_shape("blk.1.ffn_down.weight", DType::kQ4_K, {512, 64, 1, 1}, ShardSplit::kInputs,
+                       {}, ShardSpec{3, 4});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("blk.1.ffn_down.weight"), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("256-element quant blocks"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("blk.1.ffn_down.weight"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("256-element quant blocks"), std::string::npos)
+      << r.status().message();
   // Over 2 ranks the blocks stay whole.
-  EXPECT_TRUE(shard_shape("blk.1.ffn_down.weight", DType::kQ4_K, {512, 64, 1, 1}, ShardSplit::kInputs, {},
-                          ShardSpec{1, 2})
+  EXPECT_TRUE(shard_shape("blk.1.ffn_down.weight", DType::kQ4_K, {512, 64, 1, 1},
+                          ShardSplit::kInputs, {}, ShardSpec{1, 2})
                   .ok());
 }
 
