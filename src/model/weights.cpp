@@ -3,6 +3,18 @@
 namespace cera::model {
 namespace {
 
+// A shard's host copy. Backends may import host weights without copying (the CPU reads GGUF
+// blocks in place from the mapped file), so the slice must live as long as the model.
+class HostBytes final : public ops::Buffer {
+ public:
+  explicit HostBytes(std::vector<std::byte> bytes) : bytes_(std::move(bytes)) {}
+  std::byte* data() override { return bytes_.data(); }
+  uint64_t size() const override { return bytes_.size(); }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
 std::string shape_text(const std::array<int64_t, 4>& s) {
   std::string out = "[";
   int n = 4;
@@ -13,7 +25,8 @@ std::string shape_text(const std::array<int64_t, 4>& s) {
 
 }  // namespace
 
-WeightLoader::WeightLoader(const format::GgufFile& file, ops::Backend& backend, LoadProgress progress)
+WeightLoader::WeightLoader(const format::GgufFile& file, ops::Backend& backend,
+                           LoadProgress progress)
     : file_(file), backend_(backend), progress_(std::move(progress)) {
   for (const format::GgufTensorInfo& t : file_.tensors()) bytes_total_ += t.n_bytes;
 }
@@ -30,20 +43,26 @@ std::optional<std::array<int64_t, 4>> WeightLoader::shape_of(const std::string& 
   return s;
 }
 
-Result<TensorView> WeightLoader::load(const format::GgufTensorInfo& info, std::array<int64_t, 4> shape,
-                                      WeightUse use) {
+Status WeightLoader::check(const format::GgufTensorInfo& info, std::array<int64_t, 4> shape,
+                           WeightUse use) const {
   const std::array<int64_t, 4> have = *shape_of(info.name);
   if (have != shape) {
-    return invalid_argument("tensor '" + info.name + "' has shape " + shape_text(have) + ", expected " +
-                            shape_text(shape));
+    return invalid_argument("tensor '" + info.name + "' has shape " + shape_text(have) +
+                            ", expected " + shape_text(shape));
   }
-  const bool type_ok = use == WeightUse::kVector ? info.dtype == DType::kF32 : backend_.supports_weight(info.dtype);
+  const bool type_ok =
+      use == WeightUse::kVector ? info.dtype == DType::kF32 : backend_.supports_weight(info.dtype);
   if (!type_ok) {
-    return unsupported("tensor '" + info.name + "' has type " + std::string(dtype_name(info.dtype)) +
-                       (use == WeightUse::kVector ? ", expected F32" : ", which has no " + backend_.name() + " kernel"));
+    return unsupported(
+        "tensor '" + info.name + "' has type " + std::string(dtype_name(info.dtype)) +
+        (use == WeightUse::kVector ? ", expected F32"
+                                   : ", which has no " + backend_.name() + " kernel"));
   }
-  auto bytes = file_.tensor_data(info);
-  TensorView host = make_view(const_cast<std::byte*>(bytes.data()), info.dtype, shape);
+  return ok_status();
+}
+
+Result<TensorView> WeightLoader::import(const format::GgufTensorInfo& info,
+                                        const TensorView& host) {
   std::unique_ptr<ops::Buffer> keep;
   auto view = backend_.import_weight(host, keep);
   if (!view.ok()) return view.status().with_context("tensor '" + info.name + "'");
@@ -53,14 +72,44 @@ Result<TensorView> WeightLoader::load(const format::GgufTensorInfo& info, std::a
   return view;
 }
 
-Result<TensorView> WeightLoader::require(const std::string& name, std::array<int64_t, 4> shape, WeightUse use) {
+Result<TensorView> WeightLoader::load(const format::GgufTensorInfo& info,
+                                      std::array<int64_t, 4> shape, WeightUse use) {
+  CERA_RETURN_IF_ERROR(check(info, shape, use));
+  auto bytes = file_.tensor_data(info);
+  return import(info, make_view(const_cast<std::byte*>(bytes.data()), info.dtype, shape));
+}
+
+Result<TensorView> WeightLoader::require_shard(const std::string& name,
+                                               std::array<int64_t, 4> shape, WeightUse use,
+                                               ShardSplit split, ShardUnit unit,
+                                               const ShardSpec& shard) {
+  if (!shard.split() || split == ShardSplit::kReplicated) return require(name, shape, use);
+  const format::GgufTensorInfo* info = file_.find_tensor(name);
+  if (info == nullptr) return not_found("tensor '" + name + "' is missing");
+  CERA_RETURN_IF_ERROR(check(*info, shape, use));
+  using Shape = std::array<int64_t, 4>;
+  CERA_ASSIGN_OR_RETURN(Shape part_shape,
+                        shard_shape(name, info->dtype, shape, split, unit, shard));
+  CERA_ASSIGN_OR_RETURN(
+      std::vector<std::byte> part,
+      shard_bytes(name, info->dtype, shape, file_.tensor_data(*info), split, unit, shard));
+  auto host = std::make_unique<HostBytes>(std::move(part));
+  const TensorView view = make_view(host->data(), info->dtype, part_shape);
+  CERA_ASSIGN_OR_RETURN(TensorView imported, import(*info, view));
+  if (imported.data == host->data()) buffers_.push_back(std::move(host));  // in place: keep it
+  return imported;
+}
+
+Result<TensorView> WeightLoader::require(const std::string& name, std::array<int64_t, 4> shape,
+                                         WeightUse use) {
   const format::GgufTensorInfo* info = file_.find_tensor(name);
   if (info == nullptr) return not_found("tensor '" + name + "' is missing");
   return load(*info, shape, use);
 }
 
-Result<std::optional<TensorView>> WeightLoader::optional(const std::string& name, std::array<int64_t, 4> shape,
-                                                          WeightUse use) {
+Result<std::optional<TensorView>> WeightLoader::optional(const std::string& name,
+                                                         std::array<int64_t, 4> shape,
+                                                         WeightUse use) {
   const format::GgufTensorInfo* info = file_.find_tensor(name);
   if (info == nullptr) return std::optional<TensorView>{};
   CERA_ASSIGN_OR_RETURN(TensorView v, load(*info, shape, use));

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "format/gguf.h"
 #include "model/model.h"
+#include "model/shard.h"
 #include "ops/backend.h"
 
 namespace cera::model {
@@ -31,6 +32,12 @@ class WeightLoader {
   // nullopt when the file has no such tensor; an error when it has one of the wrong shape or type.
   Result<std::optional<TensorView>> optional(const std::string& name, std::array<int64_t, 4> shape,
                                              WeightUse use);
+  // Tensor parallel: rank `shard.rank`'s slice of a tensor whose whole shape is `shape`, split as
+  // `split` (src/model/shard.h); the view has the slice's shape. With an unsplit ShardSpec or
+  // kReplicated it is require().
+  Result<TensorView> require_shard(const std::string& name, std::array<int64_t, 4> shape,
+                                   WeightUse use, ShardSplit split, ShardUnit unit,
+                                   const ShardSpec& shard);
   bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
   // The first dimension of a tensor's shape, e.g. n_vocab from token_embd's ne[1].
   std::optional<std::array<int64_t, 4>> shape_of(const std::string& name) const;
@@ -39,7 +46,11 @@ class WeightLoader {
   std::vector<std::unique_ptr<ops::Buffer>> take_buffers() { return std::move(buffers_); }
 
  private:
-  Result<TensorView> load(const format::GgufTensorInfo& info, std::array<int64_t, 4> shape, WeightUse use);
+  Result<TensorView> load(const format::GgufTensorInfo& info, std::array<int64_t, 4> shape,
+                          WeightUse use);
+  Status check(const format::GgufTensorInfo& info, std::array<int64_t, 4> shape,
+               WeightUse use) const;
+  Result<TensorView> import(const format::GgufTensorInfo& info, const TensorView& host);
 
   const format::GgufFile& file_;
   ops::Backend& backend_;
