@@ -1,18 +1,29 @@
 #include "model/weights.h"
 
+#include <cstring>
+#include <new>
+
 namespace cera::model {
 namespace {
 
 // A shard's host copy. Backends may import host weights without copying (the CPU reads GGUF
-// blocks in place from the mapped file), so the slice must live as long as the model.
+// blocks in place from the mapped file), so the slice must live as long as the model. Aligned to
+// 64 bytes: a mapped GGUF's tensors start on 32-byte boundaries and kernels may rely on that.
 class HostBytes final : public ops::Buffer {
  public:
-  explicit HostBytes(std::vector<std::byte> bytes) : bytes_(std::move(bytes)) {}
-  std::byte* data() override { return bytes_.data(); }
-  uint64_t size() const override { return bytes_.size(); }
+  explicit HostBytes(std::span<const std::byte> bytes)
+      : data_(new (std::align_val_t{64}) std::byte[bytes.size()]), size_(bytes.size()) {
+    if (size_ != 0) std::memcpy(data_.get(), bytes.data(), size_);
+  }
+  std::byte* data() override { return data_.get(); }
+  uint64_t size() const override { return size_; }
 
  private:
-  std::vector<std::byte> bytes_;
+  struct AlignedDelete {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  std::unique_ptr<std::byte[], AlignedDelete> data_;
+  uint64_t size_;
 };
 
 std::string shape_text(const std::array<int64_t, 4>& s) {
@@ -93,7 +104,7 @@ Result<TensorView> WeightLoader::require_shard(const std::string& name,
   CERA_ASSIGN_OR_RETURN(
       std::vector<std::byte> part,
       shard_bytes(name, info->dtype, shape, file_.tensor_data(*info), split, unit, shard));
-  auto host = std::make_unique<HostBytes>(std::move(part));
+  auto host = std::make_unique<HostBytes>(part);
   const TensorView view = make_view(host->data(), info->dtype, part_shape);
   CERA_ASSIGN_OR_RETURN(TensorView imported, import(*info, view));
   if (imported.data == host->data()) buffers_.push_back(std::move(host));  // in place: keep it
