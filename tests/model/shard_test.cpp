@@ -10,6 +10,7 @@
 #include <random>
 
 #include "format/gguf.h"
+#include "model/shard_hparams.h"
 #include "model/weights.h"
 #include "ops/cpu/cpu_backend.h"
 #include "quant/quant.h"
@@ -205,6 +206,39 @@ TEST(Shard, TheLoaderImportsARanksSliceOfAFileTensor) {
     }
   }
   EXPECT_GT(compared, 0);
+}
+
+TEST(ShardHParams, ARankComputesItsHeadGroupAndFfnShare) {
+  auto file = format::GgufFile::open(test::stories_gguf());
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto whole = read_hparams(*file, Arch::kLlama);
+  ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+  for (int n : {2, 4}) {
+    auto hp = shard_hparams(*whole, ShardSpec{n - 1, n});
+    ASSERT_TRUE(hp.ok()) << hp.status().to_string();
+    EXPECT_EQ(hp->n_head * n, whole->n_head);
+    EXPECT_EQ(hp->n_head_kv * n, whole->n_head_kv);
+    EXPECT_EQ(hp->n_ff * n, whole->n_ff);
+    EXPECT_EQ(hp->n_embd, whole->n_embd);  // the residual stream is every rank's
+    EXPECT_EQ(hp->head_dim, whole->head_dim);
+  }
+}
+
+TEST(ShardHParams, CountsThatDoNotDivideAreRefusedNamingTheKey) {
+  HParams hp;
+  hp.arch = Arch::kLfm2;
+  hp.n_head = 16;
+  hp.n_head_kv = 8;
+  hp.n_head_kv_layer = {0, 8, 0, 6};  // 6 divides by 2, not by 4
+  hp.n_ff = 4096;
+  EXPECT_TRUE(shard_hparams(hp, ShardSpec{0, 2}).ok());
+  auto r = shard_hparams(hp, ShardSpec{0, 4});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("lfm2.attention.head_count_kv is 6"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("1, 2, 3, 6"), std::string::npos) << r.status().message();
+  hp.arch = Arch::kBert;
+  EXPECT_EQ(shard_hparams(hp, ShardSpec{0, 2}).status().code(), ErrorCode::kUnsupported);
 }
 
 }  // namespace
