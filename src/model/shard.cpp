@@ -1,16 +1,40 @@
 #include "model/shard.h"
 
 #include <cstring>
+#include <optional>
+
+#include "core/check.h"
 
 namespace cera::model {
 
+using ShardShape = std::array<int64_t, 4>;
+
+namespace {
+
+// Bytes of a packed tensor of `shape`, or an error when its rows are not whole blocks.
+Result<int64_t> packed_bytes(const std::string& tensor, DType dtype, const ShardShape& shape) {
+  const std::optional<uint64_t> row = dtype_row_bytes(dtype, static_cast<uint64_t>(shape[0]));
+  if (!row) {
+    return corrupt("tensor '" + tensor + "': rows of " + std::to_string(shape[0]) +
+                   " elements are not whole " + std::string(dtype_name(dtype)) + " blocks");
+  }
+  return static_cast<int64_t>(*row) * shape[1] * shape[2] * shape[3];
+}
+
+}  // namespace
+
+Status check_shard_spec(const ShardSpec& spec) {
+  if (spec.n_ranks < 1 || spec.rank < 0 || spec.rank >= spec.n_ranks) {
+    return invalid_argument("rank " + std::to_string(spec.rank) + " of " +
+                            std::to_string(spec.n_ranks) +
+                            " tensor-parallel ranks is not a rank (0 <= rank < N, N >= 1)");
+  }
+  return ok_status();
+}
+
 Result<ShardRange> shard_range(const std::string& tensor, int64_t extent, ShardUnit unit,
                                int64_t block, const ShardSpec& spec) {
-  if (spec.n_ranks < 1 || spec.rank < 0 || spec.rank >= spec.n_ranks) {
-    return invalid_argument("tensor '" + tensor + "': rank " + std::to_string(spec.rank) + " of " +
-                            std::to_string(spec.n_ranks) +
-                            " is not a rank (0 <= rank < N, N >= 1)");
-  }
+  CERA_RETURN_IF_ERROR(check_shard_spec(spec).with_context("tensor '" + tensor + "'"));
   if (unit.elements < 1 || extent % unit.elements != 0) {
     return invalid_argument("tensor '" + tensor + "': " + std::to_string(extent) +
                             " elements are not whole " + unit.what + "s of " +
@@ -44,46 +68,52 @@ Result<std::array<int64_t, 4>> shard_shape(const std::string& tensor, DType dtyp
   return shape;
 }
 
-Result<std::vector<std::byte>> shard_bytes(const std::string& tensor, DType dtype,
-                                           std::array<int64_t, 4> shape,
-                                           std::span<const std::byte> bytes, ShardSplit split,
-                                           ShardUnit unit, const ShardSpec& spec) {
-  const int64_t block = dtype_block_size(dtype);
-  const int64_t block_bytes = dtype_type_size(dtype);
-  if (shape[0] % block != 0) {
-    return corrupt("tensor '" + tensor + "': rows of " + std::to_string(shape[0]) +
-                   " elements are not whole " + std::string(dtype_name(dtype)) + " blocks");
-  }
-  const int64_t row_bytes = shape[0] / block * block_bytes;
-  const int64_t rows = shape[1] * shape[2] * shape[3];
-  if (static_cast<int64_t>(bytes.size()) != rows * row_bytes) {
+Status shard_copy(const std::string& tensor, DType dtype, std::array<int64_t, 4> shape,
+                  std::span<const std::byte> bytes, ShardSplit split, ShardUnit unit,
+                  const ShardSpec& spec, std::span<std::byte> out) {
+  CERA_ASSIGN_OR_RETURN(int64_t whole_bytes, packed_bytes(tensor, dtype, shape));
+  if (static_cast<int64_t>(bytes.size()) != whole_bytes) {
     return corrupt("tensor '" + tensor + "' holds " + std::to_string(bytes.size()) +
-                   " bytes, its shape needs " + std::to_string(rows * row_bytes));
+                   " bytes, its shape needs " + std::to_string(whole_bytes));
   }
-  if (split == ShardSplit::kReplicated || !spec.split())
-    return std::vector<std::byte>(bytes.begin(), bytes.end());
-
-  std::vector<std::byte> out;
+  CERA_ASSIGN_OR_RETURN(ShardShape part, shard_shape(tensor, dtype, shape, split, unit, spec));
+  CERA_ASSIGN_OR_RETURN(int64_t part_bytes, packed_bytes(tensor, dtype, part));
+  CERA_CHECK_MSG(static_cast<int64_t>(out.size()) == part_bytes,
+                 "shard_copy: the output must be the slice's size");
+  const int64_t rows = shape[1] * shape[2] * shape[3];
+  if (rows == 0) return ok_status();
+  const int64_t row_bytes = whole_bytes / rows;
+  if (part == shape) {  // replicated or unsplit
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return ok_status();
+  }
   if (split == ShardSplit::kOutputs) {
-    CERA_ASSIGN_OR_RETURN(ShardRange range, shard_range(tensor, shape[1], unit, 1, spec));
-    const int64_t matrices =
-        shape[2] * shape[3];  // e.g. one per expert: each is split the same way
-    out.resize(static_cast<size_t>(matrices * range.count * row_bytes));
+    const int64_t first = part[1] * spec.rank;
+    const int64_t matrices = shape[2] * shape[3];  // e.g. one per expert: each split the same way
     for (int64_t m = 0; m < matrices; ++m) {
-      const std::byte* src = bytes.data() + (m * shape[1] + range.first) * row_bytes;
-      std::memcpy(out.data() + m * range.count * row_bytes, src,
-                  static_cast<size_t>(range.count * row_bytes));
+      std::memcpy(out.data() + m * part[1] * row_bytes,
+                  bytes.data() + (m * shape[1] + first) * row_bytes,
+                  static_cast<size_t>(part[1] * row_bytes));
     }
-    return out;
+    return ok_status();
   }
-  CERA_ASSIGN_OR_RETURN(ShardRange range, shard_range(tensor, shape[0], unit, block, spec));
-  const int64_t run_bytes = range.count / block * block_bytes;
-  const int64_t skip_bytes = range.first / block * block_bytes;
-  out.resize(static_cast<size_t>(rows * run_bytes));
+  const int64_t run_bytes = part_bytes / rows;
+  const int64_t skip_bytes = run_bytes * spec.rank;
   for (int64_t r = 0; r < rows; ++r) {
     std::memcpy(out.data() + r * run_bytes, bytes.data() + r * row_bytes + skip_bytes,
                 static_cast<size_t>(run_bytes));
   }
+  return ok_status();
+}
+
+Result<std::vector<std::byte>> shard_bytes(const std::string& tensor, DType dtype,
+                                           std::array<int64_t, 4> shape,
+                                           std::span<const std::byte> bytes, ShardSplit split,
+                                           ShardUnit unit, const ShardSpec& spec) {
+  CERA_ASSIGN_OR_RETURN(ShardShape part, shard_shape(tensor, dtype, shape, split, unit, spec));
+  CERA_ASSIGN_OR_RETURN(int64_t part_bytes, packed_bytes(tensor, dtype, part));
+  std::vector<std::byte> out(static_cast<size_t>(part_bytes));
+  CERA_RETURN_IF_ERROR(shard_copy(tensor, dtype, shape, bytes, split, unit, spec, out));
   return out;
 }
 

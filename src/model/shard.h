@@ -36,6 +36,9 @@ enum class ShardSplit {
   kInputs,   // ne[0] split: attention O and FFN down; partial outputs summed across ranks
 };
 
+// An error unless 0 <= rank < n_ranks and n_ranks >= 1.
+Status check_shard_spec(const ShardSpec& spec);
+
 // A rank's run [first, first + count) of one dimension.
 struct ShardRange {
   int64_t first = 0;
@@ -60,9 +63,15 @@ Result<std::array<int64_t, 4>> shard_shape(const std::string& tensor, DType dtyp
                                            std::array<int64_t, 4> shape, ShardSplit split,
                                            ShardUnit unit, const ShardSpec& spec);
 
-// The rank's slice of a tensor's packed bytes (`bytes` holds ne[1]*ne[2]*ne[3] rows of ne[0]
-// elements of `dtype`), packed in turn: for kOutputs the rows of its run (per ne[2]/ne[3]
-// matrix, e.g. per expert), for kInputs the blocks of its run of every row.
+// Copies the rank's slice of a tensor's packed bytes (`bytes` holds ne[1]*ne[2]*ne[3] rows of
+// ne[0] elements of `dtype`) into `out`, packed in turn, which must be exactly the size of
+// shard_shape's tensor: for kOutputs the rows of its run (per ne[2]/ne[3] matrix, e.g. per
+// expert), for kInputs the blocks of its run of every row.
+Status shard_copy(const std::string& tensor, DType dtype, std::array<int64_t, 4> shape,
+                  std::span<const std::byte> bytes, ShardSplit split, ShardUnit unit,
+                  const ShardSpec& spec, std::span<std::byte> out);
+
+// shard_copy into a vector of the slice's size.
 Result<std::vector<std::byte>> shard_bytes(const std::string& tensor, DType dtype,
                                            std::array<int64_t, 4> shape,
                                            std::span<const std::byte> bytes, ShardSplit split,

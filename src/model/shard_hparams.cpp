@@ -28,11 +28,7 @@ Status divide(const HParams& hp, const char* key, int32_t& count, const ShardSpe
 }  // namespace
 
 Result<HParams> shard_hparams(const HParams& whole, const ShardSpec& spec) {
-  if (spec.n_ranks < 1 || spec.rank < 0 || spec.rank >= spec.n_ranks) {
-    return invalid_argument("rank " + std::to_string(spec.rank) + " of " +
-                            std::to_string(spec.n_ranks) +
-                            " tensor-parallel ranks is not a rank (0 <= rank < N, N >= 1)");
-  }
+  CERA_RETURN_IF_ERROR(check_shard_spec(spec));
   if (!spec.split()) return whole;
   if (whole.arch == Arch::kBert) {
     return unsupported(

@@ -1,6 +1,5 @@
 #include "model/weights.h"
 
-#include <cstring>
 #include <new>
 
 namespace cera::model {
@@ -11,10 +10,8 @@ namespace {
 // 64 bytes: a mapped GGUF's tensors start on 32-byte boundaries and kernels may rely on that.
 class HostBytes final : public ops::Buffer {
  public:
-  explicit HostBytes(std::span<const std::byte> bytes)
-      : data_(new (std::align_val_t{64}) std::byte[bytes.size()]), size_(bytes.size()) {
-    if (size_ != 0) std::memcpy(data_.get(), bytes.data(), size_);
-  }
+  explicit HostBytes(uint64_t size)
+      : data_(new (std::align_val_t{64}) std::byte[size]), size_(size) {}
   std::byte* data() override { return data_.get(); }
   uint64_t size() const override { return size_; }
 
@@ -101,10 +98,10 @@ Result<TensorView> WeightLoader::require_shard(const std::string& name,
   using Shape = std::array<int64_t, 4>;
   CERA_ASSIGN_OR_RETURN(Shape part_shape,
                         shard_shape(name, info->dtype, shape, split, unit, shard));
-  CERA_ASSIGN_OR_RETURN(
-      std::vector<std::byte> part,
-      shard_bytes(name, info->dtype, shape, file_.tensor_data(*info), split, unit, shard));
-  auto host = std::make_unique<HostBytes>(part);
+  const TensorView part = make_view(nullptr, info->dtype, part_shape);  // for its byte count
+  auto host = std::make_unique<HostBytes>(static_cast<uint64_t>(part.row_bytes() * part.rows()));
+  CERA_RETURN_IF_ERROR(shard_copy(name, info->dtype, shape, file_.tensor_data(*info), split, unit,
+                                  shard, {host->data(), host->size()}));
   const TensorView view = make_view(host->data(), info->dtype, part_shape);
   CERA_ASSIGN_OR_RETURN(TensorView imported, import(*info, view));
   if (imported.data == host->data()) buffers_.push_back(std::move(host));  // in place: keep it
