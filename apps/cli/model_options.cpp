@@ -37,6 +37,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& opts) {
                   "CPU rounding of activations for quantized weights: int8x2 (two 8-bit terms, default) or "
                   "int8 (one, as llama.cpp and the CUDA GEMV: for comparing backends)")
       ->check(CLI::IsMember({"int8", "int8x2"}));
+  cmd->add_option("--tensor-parallel", opts.tensor_parallel,
+                  "split the model's heads, FFN and vocabulary over N ranks (cuda: GPUs 0..N-1; cpu: N backends "
+                  "sharing --threads); each holds 1/N of the weights and of the KV cache")
+      ->check(int_range(1, api::kMaxTensorParallel));
 }
 
 void fail(const char* command, const Status& status) {
@@ -58,7 +62,8 @@ std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const Mode
                                    .max_batch_tokens = opts.batch,
                                    .kv_type = *api::kv_type_choice_from_name(opts.kv_type),
                                    .cpu_int8_activations = opts.cpu_activations == "int8",
-                                   .progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); }});
+                                   .progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); },
+                                   .tensor_parallel = opts.tensor_parallel});
   if (!engine.ok()) fail(command, engine.status());
   return std::move(engine).value();
 }

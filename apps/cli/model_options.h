@@ -1,5 +1,5 @@
 // Options shared by every command that loads a model (-m, --device, --threads, -c, -b, --kv-type,
-// --cpu-activations), each range-checked (arg_checks.h), and the functions that turn them into an
+// --cpu-activations, --tensor-parallel), each range-checked (arg_checks.h), and the functions that turn them into an
 // Engine and a Session, printing the error and failing the command.
 #pragma once
 
@@ -22,6 +22,7 @@ struct ModelOptions {
   int batch = 512;
   std::string kv_type = "auto";
   std::string cpu_activations = "int8x2";
+  int tensor_parallel = 1;
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& opts);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/thread_pool.h"
+#include "model/host_collective.h"
+#include "model/tensor_parallel.h"
 #include "ops/cpu/cpu_backend.h"
 #if defined(CERA_HAVE_CUDA)
 #include "ops/cuda/cuda_backend.h"
@@ -75,16 +78,48 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   }
   std::unique_ptr<Engine> engine(new Engine());
   CERA_ASSIGN_OR_RETURN(engine->file_, format::GgufFile::open(options.model_path));
+  if (options.tensor_parallel < 1 || options.tensor_parallel > kMaxTensorParallel) {
+    return invalid_argument("tensor_parallel " + std::to_string(options.tensor_parallel) + " must be from 1 to " +
+                            std::to_string(kMaxTensorParallel));
+  }
   CERA_ASSIGN_OR_RETURN(engine->backend_, make_backend(options));
   engine->kv_type_ = resolve_kv_type(options.kv_type, engine->backend_->device());
   auto tok = tokenizer::Tokenizer::from_gguf(engine->file_);
   if (!tok.ok()) return tok.status().with_context(options.model_path.string());
   engine->tokenizer_.emplace(std::move(tok).value());
-  auto model = model::load_model(engine->file_, *engine->backend_, {.max_batch_tokens = options.max_batch_tokens, .progress = options.progress});
+  const model::LoadOptions load{.max_batch_tokens = options.max_batch_tokens, .progress = options.progress};
+  auto model = options.tensor_parallel > 1 ? engine->load_tensor_parallel(options, load)
+                                           : model::load_model(engine->file_, *engine->backend_, load);
   if (!model.ok()) return model.status().with_context(options.model_path.string());
   engine->model_ = std::move(model).value();
   engine->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return engine;
+}
+
+Result<std::unique_ptr<model::Model>> Engine::load_tensor_parallel(const EngineOptions& options,
+                                                                   const model::LoadOptions& load) {
+  const int n = options.tensor_parallel;
+  if (backend_->device() != Device::kCpu) {
+    return unsupported("--tensor-parallel " + std::to_string(n) +
+                       " on CUDA: this build has no NCCL collective yet; run it on the CPU (--device cpu)");
+  }
+  // The CPU ranks share the threads: each rank's backend computes its slice with its own pool.
+  const int threads = options.n_threads > 0 ? options.n_threads : available_cores();
+  const int per_rank = std::max(1, threads / n);
+  backend_ = ops::make_cpu_backend({.n_threads = per_rank,
+                                    .activations = options.cpu_int8_activations ? ops::ActivationPrecision::kInt8
+                                                                                : ops::ActivationPrecision::kInt8x2});
+  model::TensorParallelRanks ranks{.backends = {backend_.get()}};
+  for (int r = 1; r < n; ++r) {
+    rank_backends_.push_back(ops::make_cpu_backend({.n_threads = per_rank,
+                                                    .activations = options.cpu_int8_activations
+                                                                       ? ops::ActivationPrecision::kInt8
+                                                                       : ops::ActivationPrecision::kInt8x2}));
+    ranks.backends.push_back(rank_backends_.back().get());
+  }
+  collectives_ = std::make_unique<model::HostCollectiveGroup>(n);
+  for (int r = 0; r < n; ++r) ranks.collectives.push_back(&collectives_->rank(r));
+  return model::load_tensor_parallel(file_, ranks, load);
 }
 
 Result<std::unique_ptr<runtime::Session>> Engine::new_session(const runtime::SessionOptions& options) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "format/gguf.h"
+#include "model/collective.h"
 #include "model/model.h"
 #include "ops/backend.h"
 #include "runtime/session.h"
@@ -29,6 +30,8 @@ std::optional<KvTypeChoice> kv_type_choice_from_name(std::string_view name);
 // The most CPU threads Engine::load accepts: far beyond any host's cores, and far below the
 // thousands at which creating threads fails (which used to abort the process).
 inline constexpr int32_t kMaxThreads = 1024;
+// The most tensor-parallel ranks Engine::load accepts: the GPUs of one NVLink host.
+inline constexpr int32_t kMaxTensorParallel = 8;
 
 struct EngineOptions {
   std::filesystem::path model_path;
@@ -40,6 +43,10 @@ struct EngineOptions {
   // the default two terms; for comparing the backends with the same activation rounding.
   bool cpu_int8_activations = false;
   model::LoadProgress progress;    // weights loaded so far (bytes), e.g. for a progress bar
+  // Tensor parallelism (model/tensor_parallel.h): > 1 splits the model's heads, FFN columns and
+  // vocabulary over that many ranks, each with its share of the weights and K/V. On the CPU the
+  // ranks are CPU backends sharing n_threads; on CUDA they are devices 0..N-1, joined by NCCL.
+  int32_t tensor_parallel = 1;
 };
 
 class Engine {
@@ -69,8 +76,15 @@ class Engine {
 
  private:
   Engine() = default;
+  // EngineOptions::tensor_parallel > 1: the ranks' backends and collectives, then the model.
+  Result<std::unique_ptr<model::Model>> load_tensor_parallel(const EngineOptions& options,
+                                                            const model::LoadOptions& load);
   format::GgufFile file_;
-  std::unique_ptr<ops::Backend> backend_;
+  std::unique_ptr<ops::Backend> backend_;  // rank 0's with tensor parallelism
+  // Tensor parallelism: ranks 1..N-1's backends and the ranks' collectives (declared before the
+  // model, which uses them, so they outlive it).
+  std::vector<std::unique_ptr<ops::Backend>> rank_backends_;
+  std::unique_ptr<model::CollectiveGroup> collectives_;
   std::unique_ptr<model::Model> model_;
   std::optional<tokenizer::Tokenizer> tokenizer_;
   double load_seconds_ = 0;

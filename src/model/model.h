@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "format/gguf.h"
 #include "model/hparams.h"
+#include "model/shard.h"
 #include "ops/backend.h"
 
 namespace cera::model {
@@ -124,10 +125,17 @@ class Model {
     float softcap = 0.0f;
   };
   virtual DeviceLogits device_logits() const = 0;
+  // Tensor parallel (model/tensor_parallel.h): the rank models whose K/V and recurrent state the
+  // runtime allocates, each through its own backend() and kv_geometry(); forward() then takes
+  // every rank's views, rank-major. Empty for a model on one device (the runtime allocates for
+  // the model itself).
+  virtual std::span<Model* const> ranks() const { return {}; }
 };
 
 // final = cap * tanh(x / cap) over the logits, when cap > 0 (gemma-style final softcapping).
 void apply_logit_softcap(std::span<float> logits, float cap);
+
+class Collective;  // model/collective.h
 
 // Bytes of weights loaded so far and in all, reported as tensors reach the backend.
 using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
@@ -135,6 +143,12 @@ using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 struct LoadOptions {
   int32_t max_batch_tokens = 512;  // largest n_tokens per forward(); scratch is sized for it
   LoadProgress progress;           // optional; called from the loading thread
+  // Tensor parallel: load rank shard.rank's slice of the weights (model/shard.h) and compute
+  // with its heads and FFN columns (hparams() and kv_geometry() are the rank's). `collective`
+  // joins forward() to the other ranks' models, which get the same batches; required when split.
+  // Rank 0's logits are the whole model's; every rank's residual stream is.
+  ShardSpec shard;
+  Collective* collective = nullptr;
 };
 
 // Picks the architecture from general.architecture and loads it. The GgufFile must outlive the

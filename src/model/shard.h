@@ -34,6 +34,7 @@ enum class ShardSplit {
                 // MoE
   kOutputs,  // ne[1] split: Q/K/V (by heads), gate/up, token embedding and output head (by vocab)
   kInputs,   // ne[0] split: attention O and FFN down; partial outputs summed across ranks
+  kVector,   // ne[0] of a vector split like the outputs of its Linear: the biases of Q/K/V
 };
 
 // An error unless 0 <= rank < n_ranks and n_ranks >= 1.
@@ -45,16 +46,43 @@ struct ShardRange {
   int64_t count = 0;
 };
 
+// Rank spec.rank's run of `units` dealt out balanced: units / n_ranks each, the first
+// units % n_ranks ranks one more. Precondition: check_shard_spec(spec).
+ShardRange balanced_range(int64_t units, const ShardSpec& spec);
+
 // What the dimension being split is made of, for the checks and the message.
 struct ShardUnit {
   int64_t elements = 1;      // a rank's run is whole units: head_dim for attention, 1 otherwise
   const char* what = "row";  // "head", "KV head", "FFN column", "vocabulary row"
+  // The split dimension is `groups` equal parts laid end to end, each split alike (lfm2's
+  // in_proj: its B, C and x rows); a rank holds its run of every part, in order.
+  int64_t groups = 1;
+  // Units that do not divide among the ranks are dealt out balanced (the first units % n_ranks
+  // ranks hold one more: 3 KV heads over 2 ranks are 2 + 1) instead of refused. Not for the
+  // vocabulary, whose gathered slices must be of one size.
+  bool uneven = false;
 };
 
+// The spec by which the K/V projections of a model with n_head_kv KV heads are split. With at
+// least as many KV heads as ranks it is `spec`; with fewer (8 ranks, 2 KV heads), each KV head is
+// replicated on n_ranks / n_head_kv consecutive ranks, the ones holding the query heads of its
+// group (vLLM's rule), so the K/V tensors are split among n_head_kv "KV ranks". shard_hparams
+// checks that the counts divide.
+ShardSpec kv_head_shard(const ShardSpec& spec, int32_t n_head_kv);
+
+// How attention's projections are split. Q and O go by KV-head groups (a rank's query heads are
+// exactly those that read its KV heads, however unevenly the KV heads fall), or by single query
+// heads, evenly, when the KV heads are replicated; K and V by KV heads under kv_head_shard.
+struct HeadSplit {
+  ShardUnit q;   // of Q's outputs and O's inputs, with `spec`
+  ShardUnit kv;  // of K's and V's outputs, with kv_head_shard(spec, n_head_kv)
+};
+HeadSplit head_split(int32_t n_head, int32_t n_head_kv, int64_t head_dim, const ShardSpec& spec);
+
 // The rank's run of a dimension of `extent` elements: extent / unit.elements units divided
-// evenly. An error naming `tensor` when the units do not divide by n_ranks, or when `block`
-// (elements per quant block along this dimension; 1 when it is not the blocked one) does not
-// divide a rank's run.
+// evenly (balanced with unit.uneven). An error naming `tensor` when the units do not divide by
+// n_ranks (without unit.uneven) or are fewer than the ranks, or when `block` (elements per quant
+// block along this dimension; 1 when it is not the blocked one) does not divide a rank's run.
 Result<ShardRange> shard_range(const std::string& tensor, int64_t extent, ShardUnit unit,
                                int64_t block, const ShardSpec& spec);
 

@@ -10,9 +10,12 @@
 
 namespace cera::model {
 
-// An error naming the metadata key whose count does not divide among spec.n_ranks (and the rank
-// counts that would), e.g. "llama.attention.head_count_kv is 3, which does not divide among 2
-// tensor-parallel ranks". {0, 1} returns `whole`.
+// The rank's counts as the loaders split the tensors (head_split, balanced_range): KV heads dealt
+// out in whole groups (unevenly when they do not divide: 3 over 2 ranks are 2 + 1) or replicated
+// when fewer than the ranks, FFN columns dealt out likewise. An error naming the metadata key
+// when a count cannot be split, e.g. "llama.attention.head_count_kv is 3 (...): 4 tensor-parallel
+// ranks would need the KV heads replicated ...", with the rank counts that fit. {0, 1} returns
+// `whole`.
 Result<HParams> shard_hparams(const HParams& whole, const ShardSpec& spec);
 
 }  // namespace cera::model

@@ -68,6 +68,26 @@ void Backend::embed_ids(const TensorView& out, const TensorView& table, const Te
   embed(out, table, host, scale);
 }
 
+void Backend::embed_slice(const TensorView& out, const TensorView& table, std::span<const int32_t> tokens,
+                          int64_t first, float scale) {
+  const int64_t count = table.rows();
+  auto held = [&](int32_t t) { return t >= first && t < first + count; };
+  std::vector<int32_t> local(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) local[i] = held(tokens[i]) ? static_cast<int32_t>(tokens[i] - first) : 0;
+  embed(out, table, local, scale);
+  const std::vector<float> zeros(static_cast<size_t>(out.cols()) * tokens.size(), 0.0f);
+  for (size_t i = 0; i < tokens.size();) {  // runs of tokens another rank holds
+    if (held(tokens[i])) {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < tokens.size() && !held(tokens[end])) ++end;
+    upload(out.slice_rows(static_cast<int64_t>(i), static_cast<int64_t>(end - i)), zeros.data());
+    i = end;
+  }
+}
+
 void Backend::top_k(const TensorView& ids, const TensorView& values, const TensorView& lse, const TensorView& logits,
                     const TopKParams& params) {
   const int64_t n_vocab = logits.cols(), n_rows = logits.rows(), k = params.k;

@@ -167,6 +167,12 @@ class Backend {
   // must lie in [0, n_vocab): the host cannot check them; a device writes zero rows for others.
   // The default body downloads the ids and calls embed().
   virtual void embed_ids(const TensorView& out, const TensorView& table, const TensorView& ids, float scale);
+  // Tensor parallel: embed() from a table that holds the vocabulary rows [first, first +
+  // table.ne[1]) only; a token outside them gets a zero row (another rank holds it, and the sum of
+  // the ranks' outputs is the whole embedding). The default body embeds the held tokens through
+  // embed() and uploads zeros over the others' rows.
+  virtual void embed_slice(const TensorView& out, const TensorView& table, std::span<const int32_t> tokens,
+                           int64_t first, float scale);
   // out[n_out, n_tokens] = x[n_in, n_tokens] · weight[n_in, n_out]ᵀ (+ bias[n_out]). The weight is
   // read once per call whatever n_tokens is (prompt processing is matrix-matrix work).
   virtual void matmul(const TensorView& out, const TensorView& weight, const TensorView& x,

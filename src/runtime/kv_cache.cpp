@@ -24,12 +24,21 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
   c.block_size_ = config.block_size;
   c.kv_type_ = config.kv_type;
   c.head_dim_ = model.hparams().head_dim;
-  c.geometry_ = model.kv_geometry();
-  const model::KvGeometry& g = c.geometry_;
-  if (g.has_state()) {
-    if (g.state_ne[0] < 0 || g.state_ne[1] <= 0) return invalid_argument("model reports an empty recurrent state");
-    c.state_elements_ = g.state_ne[0] * g.state_ne[1];
+  // A tensor-parallel model's ranks each keep their heads' K/V and their channels' state on
+  // their own device; every other model is its own single rank.
+  const std::span<model::Model* const> ranks = model.ranks();
+  for (model::Model* m : ranks.empty() ? std::span<model::Model* const>(&c.model_, 1) : ranks) {
+    const model::KvGeometry rg = m->kv_geometry();
+    Rank r{.model = m, .kv_width = rg.kv_width, .state_ne = rg.state_ne};
+    if (rg.has_state()) {
+      if (rg.state_ne[0] < 0 || rg.state_ne[1] <= 0) return invalid_argument("model reports an empty recurrent state");
+      r.state_elements = rg.state_ne[0] * rg.state_ne[1];
+    }
+    c.ranks_.push_back(std::move(r));
   }
+  c.geometry_ = c.ranks_[0].model->kv_geometry();  // the layer kinds and windows, alike on every rank
+  const model::KvGeometry& g = c.geometry_;
+  c.state_elements_ = c.ranks_[0].state_elements;
   // 64-bit sizing: n_slots near INT32_MAX must not wrap (it once made "KV cache of -2147483632
   // tokens"); the block count itself fits int32 since block_size >= 1.
   const auto n_blocks = static_cast<int32_t>((int64_t{config.n_slots} + config.block_size - 1) / config.block_size);
@@ -53,16 +62,18 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
     ring_rows = n_ring_blocks * c.block_size_;
     for (auto b = static_cast<int32_t>(n_ring_blocks) - 1; b >= 0; --b) c.ring_free_.push_back(b);
   }
-  for (int32_t il = 0; il < g.n_layer; ++il) {
-    ops::KvLayer layer{.block_size = config.block_size};
-    if (c.uses(il, Storage::kFull) || c.uses(il, Storage::kRing)) {
-      const bool ring = c.uses(il, Storage::kRing);
-      auto allocated = c.allocate_layer(ring ? ring_rows : int64_t(n_blocks) * config.block_size);
-      if (!allocated.ok()) return allocated.status();
-      layer = *allocated;
-      (ring ? c.bytes_.ring : c.bytes_.full) += 2 * static_cast<uint64_t>(layer.k.row_bytes() * layer.k.rows());
+  for (size_t rank = 0; rank < c.ranks_.size(); ++rank) {
+    for (int32_t il = 0; il < g.n_layer; ++il) {
+      ops::KvLayer layer{.block_size = config.block_size};
+      if (c.uses(il, Storage::kFull) || c.uses(il, Storage::kRing)) {
+        const bool ring = c.uses(il, Storage::kRing);
+        auto allocated = c.allocate_layer(rank, ring ? ring_rows : int64_t(n_blocks) * config.block_size);
+        if (!allocated.ok()) return allocated.status();
+        layer = *allocated;
+        (ring ? c.bytes_.ring : c.bytes_.full) += 2 * static_cast<uint64_t>(layer.k.row_bytes() * layer.k.rows());
+      }
+      c.layers_.push_back(layer);
     }
-    c.layers_.push_back(layer);
   }
   c.block_refs_.assign(n_blocks, 0);
   for (int32_t b = n_blocks - 1; b >= 0; --b) c.free_blocks_.push_back(b);
@@ -71,22 +82,27 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
     // cached, so allocating on demand would only move the same memory to a worse moment.
     int64_t n_state_layers = 0;
     for (int32_t il = 0; il < g.n_layer; ++il) n_state_layers += g.kind(il) != model::LayerKind::kAttention;
-    const int64_t per_block = n_state_layers * c.state_elements_;
-    const uint64_t bytes = static_cast<uint64_t>(per_block * n_blocks) * sizeof(float);
-    auto buf = model.backend().allocate(bytes);
-    if (!buf.ok()) return buf.status().with_context("KV cache: recurrent state checkpoints of " + std::to_string(n_blocks) + " blocks");
-    c.checkpoint_storage_ = std::move(buf).value();
-    c.bytes_.checkpoints = bytes;
+    for (Rank& r : c.ranks_) {
+      const int64_t per_block = n_state_layers * r.state_elements;
+      const uint64_t bytes = static_cast<uint64_t>(per_block * n_blocks) * sizeof(float);
+      auto buf = r.model->backend().allocate(bytes);
+      if (!buf.ok()) return buf.status().with_context("KV cache: recurrent state checkpoints of " + std::to_string(n_blocks) + " blocks");
+      r.checkpoint_storage = std::move(buf).value();
+      c.bytes_.checkpoints += bytes;
+    }
+    // Block b's views: every rank's n_layer (empty for attention layers), rank-major.
     for (int32_t b = 0; b < n_blocks; ++b) {
-      int64_t offset = b * per_block;
-      for (int32_t il = 0; il < g.n_layer; ++il) {
-        TensorView v;
-        if (g.kind(il) != model::LayerKind::kAttention) {
-          v = c.checkpoint_storage_->view(DType::kF32, {g.state_ne[0], g.state_ne[1], 1, 1}, model.backend().device());
-          v.data += offset * static_cast<int64_t>(sizeof(float));
-          offset += c.state_elements_;
+      for (Rank& r : c.ranks_) {
+        int64_t offset = b * n_state_layers * r.state_elements;
+        for (int32_t il = 0; il < g.n_layer; ++il) {
+          TensorView v;
+          if (g.kind(il) != model::LayerKind::kAttention) {
+            v = r.checkpoint_storage->view(DType::kF32, {r.state_ne[0], r.state_ne[1], 1, 1}, r.model->backend().device());
+            v.data += offset * static_cast<int64_t>(sizeof(float));
+            offset += r.state_elements;
+          }
+          c.checkpoint_views_.push_back(v);
         }
-        c.checkpoint_views_.push_back(v);
       }
     }
     c.checkpointed_.assign(static_cast<size_t>(n_blocks), false);
@@ -94,14 +110,15 @@ Result<KvCache> KvCache::create(model::Model& model, const KvCacheConfig& config
   return c;
 }
 
-Result<ops::KvLayer> KvCache::allocate_layer(int64_t n_rows) {
-  ops::Backend& backend = model_->backend();
+Result<ops::KvLayer> KvCache::allocate_layer(size_t rank, int64_t n_rows) {
+  ops::Backend& backend = ranks_[rank].model->backend();
+  const int64_t width = ranks_[rank].kv_width;
   ops::KvLayer layer{.block_size = block_size_};
   for (TensorView* side : {&layer.k, &layer.v}) {
     const auto elem = static_cast<int64_t>(dtype_type_size(kv_type_));  // F32 or F16 (checked in create)
-    auto buf = backend.allocate(static_cast<uint64_t>(n_rows * geometry_.kv_width * elem));
+    auto buf = backend.allocate(static_cast<uint64_t>(n_rows * width * elem));
     if (!buf.ok()) return buf.status().with_context("KV cache of " + std::to_string(n_rows) + " tokens");
-    *side = (*buf)->view(kv_type_, {geometry_.kv_width, n_rows, 1, 1}, backend.device());
+    *side = (*buf)->view(kv_type_, {width, n_rows, 1, 1}, backend.device());
     storage_.push_back(std::move(buf).value());
   }
   return layer;
@@ -114,15 +131,22 @@ bool KvCache::uses(int32_t il, Storage storage) const {
 
 void KvCache::copy_rows(Storage storage, std::span<const int32_t> src, std::span<const int32_t> dst) {
   if (src.empty()) return;
-  for (int32_t il = 0; il < geometry_.n_layer; ++il) {
-    if (uses(il, storage)) model_->backend().kv_copy(layers_[il], src, dst);
+  const auto n_layer = static_cast<size_t>(geometry_.n_layer);
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    for (int32_t il = 0; il < geometry_.n_layer; ++il) {
+      if (uses(il, storage)) ranks_[r].model->backend().kv_copy(layers_[r * n_layer + il], src, dst);
+    }
   }
 }
 
 void KvCache::rerotate_rows(Storage storage, std::span<const int32_t> rows, int32_t delta) {
   if (rows.empty()) return;
-  for (int32_t il = 0; il < geometry_.n_layer; ++il) {
-    if (uses(il, storage)) model_->backend().kv_rerotate(layers_[il], rows, delta, head_dim_, model_->rope_params(il));
+  const auto n_layer = static_cast<size_t>(geometry_.n_layer);
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    model::Model& m = *ranks_[r].model;
+    for (int32_t il = 0; il < geometry_.n_layer; ++il) {
+      if (uses(il, storage)) m.backend().kv_rerotate(layers_[r * n_layer + il], rows, delta, head_dim_, m.rope_params(il));
+    }
   }
 }
 
@@ -135,52 +159,69 @@ KvCache::Sequence& KvCache::seq_(SeqId s) {
   return seqs_[s];
 }
 
+Result<std::shared_ptr<KvCache::StateBuffers>> KvCache::allocate_state() {
+  int64_t n_state_layers = 0;
+  for (int32_t il = 0; il < geometry_.n_layer; ++il) n_state_layers += geometry_.kind(il) != model::LayerKind::kAttention;
+  auto state = std::make_shared<StateBuffers>();
+  for (const Rank& r : ranks_) {
+    CERA_ASSIGN_OR_RETURN(auto buf, r.model->backend().allocate(static_cast<uint64_t>(n_state_layers * r.state_elements) * sizeof(float)));
+    state->push_back(std::move(buf));
+  }
+  return state;
+}
+
+void KvCache::copy_state(const StateBuffers& dst, const StateBuffers& src) {
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    ranks_[r].model->backend().copy(whole_state(*dst[r], r), whole_state(*src[r], r));
+  }
+}
+
 Status KvCache::init_state(Sequence& s) {
   for (Snapshot& p : s.snapshots) drop_snapshot(p);
   s.snapshots.clear();
   if (state_elements_ == 0) return {};
-  ops::Backend& backend = model_->backend();
   if (!s.state) {
-    int64_t n_state_layers = 0;
-    for (int32_t il = 0; il < geometry_.n_layer; ++il) n_state_layers += geometry_.kind(il) != model::LayerKind::kAttention;
-    CERA_ASSIGN_OR_RETURN(auto buf, backend.allocate(static_cast<uint64_t>(n_state_layers * state_elements_) * sizeof(float)));
-    s.state = std::move(buf);
-    s.state_views.assign(geometry_.n_layer, TensorView{});
-    int64_t offset = 0;
-    for (int32_t il = 0; il < geometry_.n_layer; ++il) {
-      if (geometry_.kind(il) == model::LayerKind::kAttention) continue;
-      TensorView v = s.state->view(DType::kF32, {geometry_.state_ne[0], geometry_.state_ne[1], 1, 1}, backend.device());
-      v.data += offset * static_cast<int64_t>(sizeof(float));
-      offset += state_elements_;
-      s.state_views[il] = v;
+    CERA_ASSIGN_OR_RETURN(s.state, allocate_state());
+    s.state_views.clear();
+    for (size_t r = 0; r < ranks_.size(); ++r) {  // rank-major, n_layer views each
+      const Rank& rank = ranks_[r];
+      int64_t offset = 0;
+      for (int32_t il = 0; il < geometry_.n_layer; ++il) {
+        TensorView v;
+        if (geometry_.kind(il) != model::LayerKind::kAttention) {
+          v = (*s.state)[r]->view(DType::kF32, {rank.state_ne[0], rank.state_ne[1], 1, 1}, rank.model->backend().device());
+          v.data += offset * static_cast<int64_t>(sizeof(float));
+          offset += rank.state_elements;
+        }
+        s.state_views.push_back(v);
+      }
     }
   }
-  const TensorView all = whole_state(*s.state);
-  model_->backend().upload(all, std::vector<float>(static_cast<size_t>(all.n_elements()), 0.0f).data());
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    const TensorView all = whole_state(*(*s.state)[r], r);
+    ranks_[r].model->backend().upload(all, std::vector<float>(static_cast<size_t>(all.n_elements()), 0.0f).data());
+  }
   return {};
 }
 
-TensorView KvCache::whole_state(ops::Buffer& b) const {
+TensorView KvCache::whole_state(ops::Buffer& b, size_t rank) const {
   const auto n = static_cast<int64_t>(b.size() / sizeof(float));
-  return b.view(DType::kF32, {n, 1, 1, 1}, model_->backend().device());
+  return b.view(DType::kF32, {n, 1, 1, 1}, ranks_[rank].model->backend().device());
 }
 
 Result<KvCache::Snapshot> KvCache::take_snapshot(const Sequence& s, int32_t length) {
-  std::shared_ptr<ops::Buffer> buf;
+  std::shared_ptr<StateBuffers> buf;
   if (!snapshot_pool_.empty()) {
     buf = std::move(snapshot_pool_.back());
     snapshot_pool_.pop_back();
   } else {
-    CERA_ASSIGN_OR_RETURN(auto fresh, model_->backend().allocate(s.state->size()));
-    buf = std::move(fresh);
+    CERA_ASSIGN_OR_RETURN(buf, allocate_state());
   }
-  model_->backend().copy(whole_state(*buf), whole_state(*s.state));
+  copy_state(*buf, *s.state);
   return Snapshot{length, std::move(buf)};
 }
 
-void KvCache::restore_snapshot(const Sequence& s, const Snapshot& snap) {
-  model_->backend().copy(whole_state(*s.state), whole_state(*snap.data));
-}
+void KvCache::restore_snapshot(const Sequence& s, const Snapshot& snap) { copy_state(*s.state, *snap.data); }
 
 void KvCache::drop_snapshot(Snapshot& snap) {
   if (snap.data && snap.data.use_count() == 1) snapshot_pool_.push_back(std::move(snap.data));
@@ -270,7 +311,7 @@ Result<SeqId> KvCache::fork(SeqId src) {
   for (size_t b = 0; ring_blocks_ > 0 && b < d.blocks.size(); ++b) d.ring_table.push_back(d.ring[b % ring_blocks_]);
   d.ring_valid = s.ring_valid;
   if (state_elements_ != 0) {
-    model_->backend().copy(whole_state(*d.state), whole_state(*s.state));
+    copy_state(*d.state, *s.state);
     d.snapshots = s.snapshots;  // immutable: shared
   }
   return id;

@@ -13,6 +13,7 @@
 // field for what it changes for sliding-window and recurrent layers.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -61,7 +62,8 @@ class KvCache {
   static Result<KvCache> create(model::Model& model, const KvCacheConfig& config);
 
   // One per model layer; a layer without K/V (a recurrent layer) has empty views. A
-  // sliding-window layer's views are its ring storage (ring_table / ring_slot address it).
+  // sliding-window layer's views are its ring storage (ring_table / ring_slot address it). For a
+  // tensor-parallel model (Model::ranks()), every rank's layers, rank-major.
   std::span<const ops::KvLayer> layers() const { return layers_; }
   int32_t block_size() const { return block_size_; }
   // Blocks of the full-length layers' storage.
@@ -104,7 +106,8 @@ class KvCache {
   // layers is copied whole (a ring cannot be shared: its slots are overwritten as it turns).
   Result<SeqId> fork(SeqId src);
   // The sequence's recurrent state, one view per model layer (empty views for attention
-  // layers; an empty span for models without recurrent layers). ForwardBatch::recurrent_state.
+  // layers; an empty span for models without recurrent layers), every rank's for a
+  // tensor-parallel model, rank-major. ForwardBatch::recurrent_state.
   std::span<const TensorView> recurrent_state(SeqId seq) const { return seq_(seq).state_views; }
 
   // Extends the sequence by n entries, allocating blocks as needed; appends their slots to
@@ -172,11 +175,12 @@ class KvCache {
   static constexpr size_t kMaxSnapshots = 16;
 
  private:
+  using StateBuffers = std::vector<std::unique_ptr<ops::Buffer>>;  // [n_ranks]: one state, per rank
   struct Snapshot {
     int32_t length = 0;
     // Every recurrent layer's state, as laid out in Sequence::state. Immutable once taken, so
     // forks share it; back in snapshot_pool_ when the last holder drops it.
-    std::shared_ptr<ops::Buffer> data;
+    std::shared_ptr<StateBuffers> data;
   };
   struct Sequence {
     bool live = false;
@@ -185,8 +189,8 @@ class KvCache {
     std::vector<int32_t> ring;        // ring blocks owned, min(blocks.size(), ring_blocks_) of them
     std::vector<int32_t> ring_table;  // [blocks.size()] ring[b % ring_blocks_]
     int32_t ring_valid = 0;           // first entry whose ring rows still hold its K/V
-    std::shared_ptr<ops::Buffer> state;  // recurrent layers' state, allocated once per sequence slot
-    std::vector<TensorView> state_views;  // [n_layer] views into `state`; empty when no recurrent layer
+    std::shared_ptr<StateBuffers> state;  // recurrent layers' state, allocated once per sequence slot
+    std::vector<TensorView> state_views;  // [n_ranks * n_layer] views into `state`; empty when no recurrent layer
     std::vector<Snapshot> snapshots;      // ascending lengths, at most kMaxSnapshots
     uint64_t extra = 0;                   // the prefix cache's extra key of its blocks
     std::vector<uint64_t> hashes;         // chained hashes of its first hashes.size() blocks (published)
@@ -203,9 +207,11 @@ class KvCache {
   Result<Snapshot> take_snapshot(const Sequence& s, int32_t length);
   void restore_snapshot(const Sequence& s, const Snapshot& snap);
   void drop_snapshot(Snapshot& snap);  // returns its buffer to the pool when no fork holds it
-  TensorView whole_state(ops::Buffer& b) const;  // the state buffer as one F32 row
-  // The one place K/V storage is allocated: K and V of one layer, [kv_width, n_rows] each.
-  Result<ops::KvLayer> allocate_layer(int64_t n_rows);
+  TensorView whole_state(ops::Buffer& b, size_t rank) const;  // rank's state buffer as one F32 row
+  Result<std::shared_ptr<StateBuffers>> allocate_state();  // every rank's buffer of one state
+  void copy_state(const StateBuffers& dst, const StateBuffers& src);
+  // The one place K/V storage is allocated: K and V of one layer of a rank, [kv_width, n_rows] each.
+  Result<ops::KvLayer> allocate_layer(size_t rank, int64_t n_rows);
   enum class Storage { kFull, kRing };
   bool uses(int32_t il, Storage storage) const;
   // Copies rows src[i] -> dst[i] (and re-rotates them) in every layer with that storage.
@@ -218,15 +224,25 @@ class KvCache {
   void unref_block(int32_t block);  // a reference goes: to the free list, or to the cache's LRU
   // Whether appending into `block` (the partly kept last block) must copy it first.
   bool shared_block(int32_t block) const { return block_refs_[block] > 1 || (prefix_ && prefix_->cached(block)); }
-  TensorView checkpoint_row(int32_t block) const;  // block's state checkpoint as one F32 row
+  TensorView checkpoint_row(int32_t block, size_t rank) const;  // block's checkpoint on a rank, one F32 row
   // Copies slots [0, n) of block `from` into block `to` in every full-length layer.
   void copy_block_prefix(int32_t from, int32_t to, int32_t n);
   // Moves the ring rows of entries [first + n_discard, last + n_discard) to those of [first, last).
   void move_ring_tail(SeqId seq, int32_t first, int32_t last, int32_t n_discard);  // kv_cache_shift.cpp
 
   model::Model* model_ = nullptr;
-  model::KvGeometry geometry_;
-  int64_t state_elements_ = 0;  // floats of one recurrent layer's state
+  // Where each tensor-parallel rank keeps its share (one rank, the model itself, for a model on
+  // one device): its model's backend allocates and computes; its geometry sizes the rows.
+  struct Rank {
+    model::Model* model = nullptr;
+    int32_t kv_width = 0;
+    std::array<int64_t, 2> state_ne = {};  // one recurrent layer's state
+    int64_t state_elements = 0;            // floats of one recurrent layer's state
+    std::unique_ptr<ops::Buffer> checkpoint_storage;  // with a prefix cache: laid out like Sequence::state per block
+  };
+  std::vector<Rank> ranks_;
+  model::KvGeometry geometry_;  // rank 0's: layer kinds and windows are every rank's
+  int64_t state_elements_ = 0;  // rank 0's: 0 when the model has no recurrent layer
   int32_t block_size_ = 16;
   DType kv_type_ = DType::kF32;  // KvCacheConfig::kv_type
   int32_t head_dim_ = 0;
@@ -241,7 +257,7 @@ class KvCache {
   int32_t max_append_ = 0;  // KvCacheConfig::max_batch_tokens
   std::vector<int32_t> ring_free_;  // stack; lowest index on top
   std::vector<Sequence> seqs_;
-  std::vector<std::shared_ptr<ops::Buffer>> snapshot_pool_;  // free snapshot buffers
+  std::vector<std::shared_ptr<StateBuffers>> snapshot_pool_;  // free snapshot buffers
   // Prefix cache (KvCacheConfig::prefix_cache).
   std::optional<PrefixCache> prefix_;
   bool paged_sliding_ = false;  // sliding-window layers use the paged blocks (no rings)
@@ -249,8 +265,7 @@ class KvCache {
   // Sequence::state, block b at b * state_bytes; views [n_blocks * n_layer] (empty views for
   // attention layers); checkpointed_[b]: a forward was asked to write block b's checkpoint since
   // the block was last taken.
-  std::unique_ptr<ops::Buffer> checkpoint_storage_;
-  std::vector<TensorView> checkpoint_views_;
+  std::vector<TensorView> checkpoint_views_;  // rank-major per block: [n_blocks][n_ranks][n_layer]
   std::vector<bool> checkpointed_;
 };
 

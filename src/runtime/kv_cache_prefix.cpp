@@ -8,9 +8,10 @@
 
 namespace cera::runtime {
 
-TensorView KvCache::checkpoint_row(int32_t block) const {
-  const int64_t per_block = static_cast<int64_t>(checkpoint_storage_->size() / sizeof(float)) / n_blocks();
-  TensorView v = checkpoint_storage_->view(DType::kF32, {per_block, 1, 1, 1}, model_->backend().device());
+TensorView KvCache::checkpoint_row(int32_t block, size_t rank) const {
+  const Rank& r = ranks_[rank];
+  const int64_t per_block = static_cast<int64_t>(r.checkpoint_storage->size() / sizeof(float)) / n_blocks();
+  TensorView v = r.checkpoint_storage->view(DType::kF32, {per_block, 1, 1, 1}, r.model->backend().device());
   v.data += int64_t{block} * per_block * static_cast<int64_t>(sizeof(float));
   return v;
 }
@@ -52,7 +53,11 @@ SeqId KvCache::new_sequence_from_prefix(std::span<const int32_t> tokens, uint64_
   s.length = m.n_tokens;
   // The state after the prefix is the checkpoint at its last block's end (every published block
   // of a recurrent model has one: publish_blocks).
-  if (state_elements_ != 0 && m.n_blocks > 0) model_->backend().copy(whole_state(*s.state), checkpoint_row(s.blocks.back()));
+  if (state_elements_ != 0 && m.n_blocks > 0) {
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      ranks_[r].model->backend().copy(whole_state(*(*s.state)[r], r), checkpoint_row(s.blocks.back(), r));
+    }
+  }
   return id;
 }
 
@@ -78,12 +83,12 @@ void KvCache::state_checkpoints(SeqId seq, int32_t n, int32_t first_row, std::ve
   const Sequence& s = seq_(seq);
   const int32_t start = s.length - n;
   CERA_CHECK(n >= 0 && start >= 0);
-  const auto n_layer = static_cast<size_t>(geometry_.n_layer);
+  const size_t per_block = ranks_.size() * static_cast<size_t>(geometry_.n_layer);  // rank-major
   for (int32_t end = (start / block_size_ + 1) * block_size_; end <= s.length; end += block_size_) {
     const int32_t block = s.blocks[static_cast<size_t>(end / block_size_ - 1)];
     checkpointed_[block] = true;
     out.push_back({.token = first_row + (end - 1 - start),
-                   .state = std::span<const TensorView>(checkpoint_views_).subspan(block * n_layer, n_layer)});
+                   .state = std::span<const TensorView>(checkpoint_views_).subspan(block * per_block, per_block)});
   }
 }
 

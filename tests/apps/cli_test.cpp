@@ -20,6 +20,23 @@ TEST(CliRun, StoriesGreedyReproducesLlama2c) {
   }
 }
 
+// Tensor parallelism on the CPU (model/tensor_parallel.h): 2 and 4 ranks, each with its KV heads,
+// FFN columns and vocabulary rows, give llama2.c's text byte for byte; 3 ranks cannot split the
+// 512-row vocabulary and say so.
+TEST(CliRun, TensorParallelStoriesGreedyReproducesLlama2c) {
+  for (const char* ranks : {"2", "4"}) {
+    const CliResult r = run_cera({"run", "-m", stories_gguf().string(), "-p", "", "-n", "256", "--temp", "0",
+                                  "--device", "cpu", "--tensor-parallel", ranks});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, stories_reference_text()) << "--tensor-parallel " << ranks;
+  }
+  const CliResult bad = run_cera({"run", "-m", stories_gguf().string(), "-p", "", "-n", "8", "--device", "cpu",
+                                  "--tensor-parallel", "3"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("token_embd.weight' has 512 vocabulary rows, which do not divide among 3"), std::string::npos)
+      << bad.err;
+}
+
 TEST(CliRun, MissingModelIsAClearError) {
   const CliResult r = run_cera({"run", "-m", "/nonexistent.gguf", "-p", "hi"});
   EXPECT_NE(r.exit_code, 0);

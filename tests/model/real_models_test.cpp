@@ -5,7 +5,9 @@
 // default two-term int8 activations: it must rank the same token first wherever the reference's
 // margin is above 0.05, and give those four logits within 0.02 (single-term int8 activations miss
 // by up to ~0.4 on these models, docs/quality.md). Gemma 3's part also covers its sliding window
-// and sandwich norms, for which no transformers-built parity fixture exists.
+// and sandwich norms, for which no transformers-built parity fixture exists. The same bounds hold
+// split over 2-4 tensor-parallel CPU ranks (uneven and replicated KV heads, quant blocks of the
+// split inputs kept whole), through the whole engine: Session, the per-rank KV cache, the ranks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,6 +52,7 @@ Reference read_reference(const std::filesystem::path& path) {
 struct RealModel {
   const char* name;
   const char* file;
+  int tensor_parallel = 1;  // > 1: split over that many CPU ranks (model/tensor_parallel.h)
 };
 
 class RealModelLogits : public ::testing::TestWithParam<RealModel> {};
@@ -61,7 +64,7 @@ TEST_P(RealModelLogits, MatchTransformersFloat32) {
   const Reference ref = read_reference(test::source_dir() / "tests/fixtures/real_models" / (std::string(m.name) + ".top"));
   ASSERT_EQ(ref.ids.size(), ref.rows.size());
   ASSERT_GE(ref.ids.size(), 64u);
-  auto engine = api::Engine::load({.model_path = path, .device = api::DeviceChoice::kCpu});
+  auto engine = api::Engine::load({.model_path = path, .device = api::DeviceChoice::kCpu, .tensor_parallel = m.tensor_parallel});
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   auto session = (*engine)->new_session({.n_ctx = 256});
   ASSERT_TRUE(session.ok());
@@ -75,23 +78,32 @@ TEST_P(RealModelLogits, MatchTransformersFloat32) {
     const auto& best = ref.rows[pos].best;
     for (const auto& [id, want] : best) {
       worst = std::max(worst, std::fabs(row[id] - want));
-      EXPECT_NEAR(row[id], want, 0.02f) << m.name << " position " << pos << " token " << id;
+      EXPECT_NEAR(row[id], want, 0.02f) << m.name << " x" << m.tensor_parallel << " position " << pos << " token " << id;
     }
     if (best[0].second - best[1].second > 0.05f) {
       ++compared;
       const int32_t ours = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
       agreed += ours == best[0].first;
-      EXPECT_EQ(ours, best[0].first) << m.name << " position " << pos;
+      EXPECT_EQ(ours, best[0].first) << m.name << " x" << m.tensor_parallel << " position " << pos;
     }
   }
-  std::printf("%s: top-1 agrees at %d/%d positions with a clear reference winner; worst |delta logit| %.4f\n",
-              m.name, agreed, compared, worst);
+  std::printf("%s, %d rank(s): top-1 agrees at %d/%d positions with a clear reference winner; worst |delta logit| %.4f\n",
+              m.name, m.tensor_parallel, agreed, compared, worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RealModelLogits,
                          ::testing::Values(RealModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"},
-                                           RealModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                                           RealModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"},
+                                           // 3 KV heads over 2 ranks: 2 + 1, unevenly; over 3: one each.
+                                           RealModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 2},
+                                           RealModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 3},
+                                           // 1 KV head, replicated on 2 and 4 ranks; Q4_K blocks of 256.
+                                           RealModel{"gemma3", "gemma-3-270m-q4_k_m.gguf", 2},
+                                           RealModel{"gemma3", "gemma-3-270m-q4_k_m.gguf", 4}),
+                         [](const auto& info) {
+                           return std::string(info.param.name) +
+                                  (info.param.tensor_parallel > 1 ? "_tp" + std::to_string(info.param.tensor_parallel) : "");
+                         });
 
 }  // namespace
 }  // namespace cera

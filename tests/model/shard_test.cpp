@@ -125,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(Types, ShardTypes,
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(Shard, HeadsThatDoNotDivideAreRefusedNamingTheTensor) {
-  // 3 KV heads of 64 cannot be split over 2 ranks.
+  // 3 units that must divide evenly (as the vocabulary's rows must) cannot go to 2 ranks.
   auto r = shard_shape("blk.0.attn_k.weight", DType::kF16, {576, 192, 1, 1}, ShardSplit::kOutputs,
                        {64, "KV head"}, ShardSpec{0, 2});
   ASSERT_FALSE(r.ok());
@@ -224,21 +224,74 @@ TEST(ShardHParams, ARankComputesItsHeadGroupAndFfnShare) {
   }
 }
 
-TEST(ShardHParams, CountsThatDoNotDivideAreRefusedNamingTheKey) {
+TEST(ShardHParams, HeadsAreDealtByKvGroupsOrReplicatedAndImpossibleCountsNamed) {
   HParams hp;
   hp.arch = Arch::kLfm2;
   hp.n_head = 16;
   hp.n_head_kv = 8;
-  hp.n_head_kv_layer = {0, 8, 0, 6};  // 6 divides by 2, not by 4
+  hp.n_head_kv_layer = {0, 8, 0, 6};
   hp.n_ff = 4096;
-  EXPECT_TRUE(shard_hparams(hp, ShardSpec{0, 2}).ok());
-  auto r = shard_hparams(hp, ShardSpec{0, 4});
+  auto r = shard_hparams(hp, ShardSpec{3, 4});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->n_head_kv, 2);
+  EXPECT_EQ(r->n_head, 4);
+  EXPECT_EQ(r->n_head_kv_layer, (std::vector<int32_t>{0, 2, 0, 1}));  // 6 KV heads: 2, 2, 1, 1
+  EXPECT_EQ(r->n_ff, 1024);
+  // Uneven KV heads (SmolLM2-135M: 9 heads, 3 KV heads, over 2 ranks): whole groups, 2 + 1.
+  hp.n_head = 9;
+  hp.n_head_kv = 3;
+  hp.n_head_kv_layer.clear();
+  for (int rank : {0, 1}) {
+    auto u = shard_hparams(hp, ShardSpec{rank, 2});
+    ASSERT_TRUE(u.ok()) << u.status().to_string();
+    EXPECT_EQ(u->n_head_kv, rank == 0 ? 2 : 1);
+    EXPECT_EQ(u->n_head, rank == 0 ? 6 : 3);
+  }
+  // Fewer KV heads than ranks: each rank holds one, replicated (2 KV heads over 4 ranks).
+  hp.n_head = 4;
+  hp.n_head_kv = 2;
+  auto replicated = shard_hparams(hp, ShardSpec{3, 4});
+  ASSERT_TRUE(replicated.ok()) << replicated.status().to_string();
+  EXPECT_EQ(replicated->n_head_kv, 1);
+  EXPECT_EQ(replicated->n_head, 1);
+  EXPECT_EQ(kv_head_shard(ShardSpec{3, 4}, 2).rank, 1);  // ranks 2 and 3 hold KV head 1
+  EXPECT_EQ(kv_head_shard(ShardSpec{3, 4}, 2).n_ranks, 2);
+  EXPECT_EQ(kv_head_shard(ShardSpec{3, 4}, 8).rank, 3);
+  // 3 KV heads over 4 ranks: neither dealt (too few) nor replicated (4 is no multiple of 3).
+  hp.n_head = 12;
+  hp.n_head_kv = 3;
+  r = shard_hparams(hp, ShardSpec{0, 4});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("lfm2.attention.head_count_kv is 6"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("lfm2.attention.head_count_kv is 3"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("1, 2, 3, 6"), std::string::npos) << r.status().message();
+  hp.n_head_kv = 4;
+  hp.n_ff = 2;
+  r = shard_hparams(hp, ShardSpec{0, 4});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("lfm2.feed_forward_length is 2, fewer than the 4"), std::string::npos)
+      << r.status().message();
   hp.arch = Arch::kBert;
   EXPECT_EQ(shard_hparams(hp, ShardSpec{0, 2}).status().code(), ErrorCode::kUnsupported);
+}
+
+TEST(ShardRange, UnevenUnitsAreDealtBalancedOnWholeBlocks) {
+  // 3 KV heads of 64 over 2 ranks: rows 0..127 and 128..191.
+  const ShardUnit kv{.elements = 64, .what = "KV head", .uneven = true};
+  auto r0 = shard_range("blk.0.attn_k.weight", 192, kv, 1, ShardSpec{0, 2});
+  auto r1 = shard_range("blk.0.attn_k.weight", 192, kv, 1, ShardSpec{1, 2});
+  ASSERT_TRUE(r0.ok() && r1.ok());
+  EXPECT_EQ(r0->first, 0);
+  EXPECT_EQ(r0->count, 128);
+  EXPECT_EQ(r1->first, 128);
+  EXPECT_EQ(r1->count, 64);
+  // The O projection's inputs in 256-element blocks: rank 1 would start inside a block.
+  auto cut = shard_range("blk.0.attn_output.weight", 192, kv, 256, ShardSpec{1, 2});
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("256-element quant blocks"), std::string::npos) << cut.status().message();
+  // Fewer units than ranks.
+  auto few = shard_range("blk.0.attn_k.weight", 192, kv, 1, ShardSpec{0, 4});
+  ASSERT_FALSE(few.ok());
+  EXPECT_NE(few.status().message().find("fewer than the 4"), std::string::npos) << few.status().message();
 }
 
 }  // namespace

@@ -22,23 +22,47 @@ AttentionSpec attention_spec(const HParams& hp, int il) {
   return a;
 }
 
-Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t n_embd, const AttentionSpec& spec) {
+Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t n_embd, const AttentionSpec& spec,
+                                        const ShardSpec& shard) {
   const int64_t hd = spec.params.head_dim;
   const int64_t q_width = spec.params.n_head * hd, kv_width = spec.params.n_head_kv * hd;
+  const ShardSpec kv = kv_head_shard(shard, spec.params.n_head_kv);
+  const HeadSplit split = head_split(spec.params.n_head, spec.params.n_head_kv, hd, shard);
+  const ShardUnit &head = split.q, &kv_head = split.kv;
+  // A bias is optional; when present it is split like its Linear's outputs.
+  auto bias = [&](const char* role, int64_t width, const ShardUnit& unit,
+                  const ShardSpec& split) -> Result<std::optional<TensorView>> {
+    const std::string name = layer_tensor(layer, role, "bias");
+    if (!loader.has(name)) return std::optional<TensorView>();
+    CERA_ASSIGN_OR_RETURN(TensorView b, loader.require_shard(name, {width, 1, 1, 1}, WeightUse::kVector,
+                                                             ShardSplit::kVector, unit, split));
+    return std::optional<TensorView>(b);
+  };
   AttentionWeights w;
-  CERA_ASSIGN_OR_RETURN(w.wq, loader.require(layer_tensor(layer, "attn_q"), {n_embd, q_width, 1, 1}, WeightUse::kMatmul));
-  CERA_ASSIGN_OR_RETURN(w.wk, loader.require(layer_tensor(layer, "attn_k"), {n_embd, kv_width, 1, 1}, WeightUse::kMatmul));
-  CERA_ASSIGN_OR_RETURN(w.wv, loader.require(layer_tensor(layer, "attn_v"), {n_embd, kv_width, 1, 1}, WeightUse::kMatmul));
-  CERA_ASSIGN_OR_RETURN(w.wo, loader.require(layer_tensor(layer, "attn_output"), {q_width, n_embd, 1, 1}, WeightUse::kMatmul));
-  CERA_ASSIGN_OR_RETURN(w.bq, loader.optional(layer_tensor(layer, "attn_q", "bias"), {q_width, 1, 1, 1}, WeightUse::kVector));
-  CERA_ASSIGN_OR_RETURN(w.bk, loader.optional(layer_tensor(layer, "attn_k", "bias"), {kv_width, 1, 1, 1}, WeightUse::kVector));
-  CERA_ASSIGN_OR_RETURN(w.bv, loader.optional(layer_tensor(layer, "attn_v", "bias"), {kv_width, 1, 1, 1}, WeightUse::kVector));
+  CERA_ASSIGN_OR_RETURN(w.wq, loader.require_shard(layer_tensor(layer, "attn_q"), {n_embd, q_width, 1, 1},
+                                                   WeightUse::kMatmul, ShardSplit::kOutputs, head, shard));
+  CERA_ASSIGN_OR_RETURN(w.wk, loader.require_shard(layer_tensor(layer, "attn_k"), {n_embd, kv_width, 1, 1},
+                                                   WeightUse::kMatmul, ShardSplit::kOutputs, kv_head, kv));
+  CERA_ASSIGN_OR_RETURN(w.wv, loader.require_shard(layer_tensor(layer, "attn_v"), {n_embd, kv_width, 1, 1},
+                                                   WeightUse::kMatmul, ShardSplit::kOutputs, kv_head, kv));
+  CERA_ASSIGN_OR_RETURN(w.wo, loader.require_shard(layer_tensor(layer, "attn_output"), {q_width, n_embd, 1, 1},
+                                                   WeightUse::kMatmul, ShardSplit::kInputs, head, shard));
+  CERA_ASSIGN_OR_RETURN(w.bq, bias("attn_q", q_width, head, shard));
+  CERA_ASSIGN_OR_RETURN(w.bk, bias("attn_k", kv_width, kv_head, kv));
+  CERA_ASSIGN_OR_RETURN(w.bv, bias("attn_v", kv_width, kv_head, kv));
   CERA_ASSIGN_OR_RETURN(w.bo, loader.optional(layer_tensor(layer, "attn_output", "bias"), {n_embd, 1, 1, 1}, WeightUse::kVector));
+  if (shard.rank != 0) w.bo.reset();
   if (spec.qk_norm) {
     CERA_ASSIGN_OR_RETURN(w.q_norm, loader.require(layer_tensor(layer, "attn_q_norm"), {hd, 1, 1, 1}, WeightUse::kVector));
     CERA_ASSIGN_OR_RETURN(w.k_norm, loader.require(layer_tensor(layer, "attn_k_norm"), {hd, 1, 1, 1}, WeightUse::kVector));
   }
   return w;
+}
+
+AttentionSpec rank_attention_spec(AttentionSpec whole, const HParams& rank) {
+  whole.params.n_head = rank.n_head;
+  whole.params.n_head_kv = rank.n_head_kv;
+  return whole;
 }
 
 LayerCache layer_cache(const ForwardBatch& batch, const ops::KvLayer& kv, bool ring) {

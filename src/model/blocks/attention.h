@@ -48,7 +48,15 @@ bool has_ring_tables(const ForwardBatch& batch);
 // the sliding window and the local RoPE base, unscaled. qk_norm is left to the architecture.
 AttentionSpec attention_spec(const HParams& hp, int il);
 
-Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t n_embd, const AttentionSpec& spec);
+// `spec` is the whole model's layer (all heads); with a split `shard` the rank's slice is loaded:
+// its query heads' Q rows and O columns, its KV heads' K/V rows (kv_head_shard), their biases,
+// and the O bias on rank 0 only (the ranks' O outputs are summed, so it must be added once).
+Result<AttentionWeights> load_attention(WeightLoader& loader, int layer, int64_t n_embd, const AttentionSpec& spec,
+                                        const ShardSpec& shard = {});
+
+// The spec a rank computes layer il with: the whole model's, with the rank's head counts
+// (shard_hparams' n_head and n_head_kv).
+AttentionSpec rank_attention_spec(AttentionSpec whole, const HParams& rank);
 
 // out[n_embd, n_tokens] = attention(in[n_embd, n_tokens]); out may alias in (in is consumed
 // by the projections before out is written).

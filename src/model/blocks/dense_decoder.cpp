@@ -5,6 +5,8 @@
 
 #include "model/blocks/embedding.h"
 #include "model/blocks/output_head.h"
+#include "model/collective.h"
+#include "model/shard_hparams.h"
 
 namespace cera::model {
 namespace {
@@ -32,9 +34,16 @@ class DenseDecoder final : public Model {
   DeviceLogits device_logits() const override { return {last_logits_, spec_.hp.final_logit_softcap}; }
 
  private:
+  // Tensor parallel: the sum over the ranks of a row-split Linear's partial outputs.
+  void reduce(const TensorView& t) const {
+    if (collective_ != nullptr) collective_->all_reduce_sum(t);
+  }
+
   ops::Backend& backend_;
-  DenseSpec spec_;
-  TensorView token_embd_;   // [n_embd, n_vocab]
+  DenseSpec spec_;  // hp and attention: the rank's heads and FFN columns when split
+  Collective* collective_ = nullptr;
+  VocabShard vocab_;
+  TensorView token_embd_;   // [n_embd, n_vocab], or the rank's vocabulary rows
   std::vector<DenseLayer> layers_;
   OutputHead head_;
   std::vector<std::unique_ptr<ops::Buffer>> buffers_;
@@ -43,13 +52,18 @@ class DenseDecoder final : public Model {
 };
 
 Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& options) {
-  HParams& hp = spec_.hp;
+  HParams& hp = spec_.hp;  // the whole model's while loading, the rank's after
+  const ShardSpec& shard = options.shard;
+  collective_ = shard.split() ? options.collective : nullptr;
   WeightLoader loader(file, backend_, options.progress);
   const auto embd_shape = loader.shape_of("token_embd.weight");
   if (!embd_shape) return not_found("tensor 'token_embd.weight' is missing");
   hp.n_vocab = static_cast<int32_t>((*embd_shape)[1]);
   const int64_t n_embd = hp.n_embd, n_vocab = hp.n_vocab;
-  CERA_ASSIGN_OR_RETURN(token_embd_, loader.require("token_embd.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kEmbedding));
+  CERA_ASSIGN_OR_RETURN(const HParams rank_hp, shard_hparams(hp, shard));
+  CERA_ASSIGN_OR_RETURN(vocab_, vocab_shard(n_vocab, shard));
+  CERA_ASSIGN_OR_RETURN(token_embd_, loader.require_shard("token_embd.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kEmbedding,
+                                                          ShardSplit::kOutputs, {.what = "vocabulary row"}, shard));
 
   // Llama 3.1+ carries its rope scaling as per-dimension factors; read on the host by rope().
   if (const format::GgufTensorInfo* rf = file.find_tensor("rope_freqs.weight")) {
@@ -63,9 +77,9 @@ Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& optio
   for (int il = 0; il < hp.n_layer; ++il) {
     DenseLayer& l = layers_[il];
     CERA_ASSIGN_OR_RETURN(l.attn_norm, loader.require(layer_tensor(il, "attn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
-    CERA_ASSIGN_OR_RETURN(l.attention, load_attention(loader, il, n_embd, spec_.attention[il]));
+    CERA_ASSIGN_OR_RETURN(l.attention, load_attention(loader, il, n_embd, spec_.attention[il], shard));
     CERA_ASSIGN_OR_RETURN(l.ffn_norm, loader.require(layer_tensor(il, "ffn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
-    CERA_ASSIGN_OR_RETURN(l.ffn, load_ffn(loader, il, n_embd, hp.n_ff));
+    CERA_ASSIGN_OR_RETURN(l.ffn, load_ffn(loader, il, n_embd, hp.n_ff, shard));
     if (spec_.sandwich_norms) {
       CERA_ASSIGN_OR_RETURN(l.post_attention_norm, loader.require(layer_tensor(il, "post_attention_norm"),
                                                                   {n_embd, 1, 1, 1}, WeightUse::kVector));
@@ -73,13 +87,16 @@ Status DenseDecoder::load(const format::GgufFile& file, const LoadOptions& optio
                             loader.require(layer_tensor(il, "post_ffw_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
     }
   }
-  CERA_ASSIGN_OR_RETURN(head_, load_output_head(loader, backend_, token_embd_, n_embd, n_vocab, "output_norm.weight"));
+  CERA_ASSIGN_OR_RETURN(head_, load_output_head(loader, backend_, token_embd_, n_embd, n_vocab, "output_norm.weight", shard));
   buffers_ = loader.take_buffers();
+  hp = rank_hp;
+  for (AttentionSpec& a : spec_.attention) a = rank_attention_spec(a, hp);
   CERA_ASSIGN_OR_RETURN(Scratch s, Scratch::create(backend_, {.n_embd = n_embd,
                                                               .q_width = int64_t(hp.n_head) * hp.head_dim,
                                                               .kv_width = int64_t(hp.n_head_kv) * hp.head_dim,
                                                               .n_ff = hp.n_ff,
                                                               .n_vocab = n_vocab,
+                                                              .n_vocab_part = vocab_.split ? head_.output.rows() : 0,
                                                               .max_tokens = options.max_batch_tokens}));
   scratch_.emplace(std::move(s));
   return {};
@@ -113,16 +130,19 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
   CERA_RETURN_IF_ERROR(check_token_ids(batch, backend_, hp.n_vocab));
   const Scratch& s = *scratch_;
   const TensorView x = s.x(n), h = s.h(n);
-  embed_batch(backend_, x, token_embd_, batch, hp.embedding_scale);
+  embed_batch(backend_, x, token_embd_, batch, hp.embedding_scale, vocab_);
+  if (vocab_.split) reduce(x);
   for (size_t il = 0; il < layers_.size(); ++il) {
     const DenseLayer& l = layers_[il];
     backend_.rms_norm(h, x, l.attn_norm, hp.rms_eps);
     const LayerCache cache = layer_cache(batch, kv[il], geometry.is_sliding(static_cast<int32_t>(il)));
     attention_forward(backend_, s, l.attention, spec_.attention[il], cache, h, h);
+    reduce(h);
     if (l.post_attention_norm) backend_.rms_norm(h, h, *l.post_attention_norm, hp.rms_eps);
     backend_.add_scaled(x, x, h, hp.residual_scale);
     backend_.rms_norm(h, x, l.ffn_norm, hp.rms_eps);
     ffn_forward(backend_, s, l.ffn, spec_.activation, h, h);
+    reduce(h);
     if (l.post_ffw_norm) backend_.rms_norm(h, h, *l.post_ffw_norm, hp.rms_eps);
     backend_.add_scaled(x, x, h, hp.residual_scale);
   }
@@ -131,7 +151,8 @@ Status DenseDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvL
                                              {.rms_eps = hp.rms_eps,
                                               .logit_scale = hp.logit_scale,
                                               .final_softcap = hp.final_logit_softcap,
-                                              .output = batch.output},
+                                              .output = batch.output,
+                                              .collective = vocab_.split ? collective_ : nullptr},
                                              x, batch.output_rows, logits);
   if (batch.output == ForwardOutput::kLogits) last_logits_ = out;
   return {};

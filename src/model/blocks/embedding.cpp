@@ -1,6 +1,7 @@
 #include "model/blocks/embedding.h"
 
 #include <string>
+#include <vector>
 
 namespace cera::model {
 
@@ -20,8 +21,22 @@ Status check_token_ids(const ForwardBatch& batch, const ops::Backend& backend, i
   return {};
 }
 
+Result<VocabShard> vocab_shard(int64_t n_vocab, const ShardSpec& shard) {
+  if (!shard.split()) return VocabShard{};
+  CERA_ASSIGN_OR_RETURN(ShardRange r, shard_range("token_embd.weight", n_vocab, {.what = "vocabulary row"}, 1, shard));
+  return VocabShard{.first = r.first, .split = true};
+}
+
 void embed_batch(ops::Backend& backend, const TensorView& x, const TensorView& table, const ForwardBatch& batch,
-                 float scale) {
+                 float scale, const VocabShard& vocab) {
+  if (vocab.split) {
+    // Device ids are read back here: the sliced gather has a host body only (pipelined decode
+    // over several devices would give the verb a device form).
+    std::vector<int32_t> ids(batch.tokens.begin(), batch.tokens.end());
+    if (batch.token_ids != nullptr) backend.download(ids.data(), *batch.token_ids);
+    backend.embed_slice(x, table, ids, vocab.first, scale);
+    return;
+  }
   if (batch.token_ids != nullptr) {
     backend.embed_ids(x, table, *batch.token_ids, scale);
   } else {

@@ -2,11 +2,15 @@
 
 namespace cera::model {
 
-Result<FfnWeights> load_ffn(WeightLoader& loader, int layer, int64_t n_embd, int64_t n_ff) {
+Result<FfnWeights> load_ffn(WeightLoader& loader, int layer, int64_t n_embd, int64_t n_ff, const ShardSpec& shard) {
+  const ShardUnit column{.what = "FFN column"};
   FfnWeights w;
-  CERA_ASSIGN_OR_RETURN(w.gate, loader.require(layer_tensor(layer, "ffn_gate"), {n_embd, n_ff, 1, 1}, WeightUse::kMatmul));
-  CERA_ASSIGN_OR_RETURN(w.up, loader.require(layer_tensor(layer, "ffn_up"), {n_embd, n_ff, 1, 1}, WeightUse::kMatmul));
-  CERA_ASSIGN_OR_RETURN(w.down, loader.require(layer_tensor(layer, "ffn_down"), {n_ff, n_embd, 1, 1}, WeightUse::kMatmul));
+  CERA_ASSIGN_OR_RETURN(w.gate, loader.require_shard(layer_tensor(layer, "ffn_gate"), {n_embd, n_ff, 1, 1},
+                                                     WeightUse::kMatmul, ShardSplit::kOutputs, column, shard));
+  CERA_ASSIGN_OR_RETURN(w.up, loader.require_shard(layer_tensor(layer, "ffn_up"), {n_embd, n_ff, 1, 1},
+                                                   WeightUse::kMatmul, ShardSplit::kOutputs, column, shard));
+  CERA_ASSIGN_OR_RETURN(w.down, loader.require_shard(layer_tensor(layer, "ffn_down"), {n_ff, n_embd, 1, 1},
+                                                     WeightUse::kMatmul, ShardSplit::kInputs, column, shard));
   return w;
 }
 

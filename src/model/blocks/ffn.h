@@ -12,7 +12,8 @@ struct FfnWeights {
   TensorView down;  // [n_ff, n_embd]
 };
 
-Result<FfnWeights> load_ffn(WeightLoader& loader, int layer, int64_t n_embd, int64_t n_ff);
+// `n_ff` is the whole model's; a split `shard` loads the rank's gate/up rows and down columns.
+Result<FfnWeights> load_ffn(WeightLoader& loader, int layer, int64_t n_embd, int64_t n_ff, const ShardSpec& shard = {});
 
 // out[n_embd, n_tokens] = ffn(in); out may alias in.
 void ffn_forward(ops::Backend& backend, const Scratch& scratch, const FfnWeights& w, ops::Activation act,

@@ -10,6 +10,8 @@
 #include "model/blocks/output_head.h"
 #include "model/blocks/moe.h"
 #include "model/blocks/short_conv.h"
+#include "model/collective.h"
+#include "model/shard_hparams.h"
 
 namespace cera::model {
 namespace {
@@ -32,7 +34,7 @@ class HybridDecoder final : public Model {
   const HParams& hparams() const override { return spec_.hp; }
   KvGeometry kv_geometry() const override {
     KvGeometry g{.n_layer = spec_.hp.n_layer, .kv_width = spec_.hp.n_head_kv * spec_.hp.head_dim, .kinds = spec_.mixers};
-    if (g.has_state()) g.state_ne = {spec_.hp.shortconv_l_cache - 1, spec_.hp.n_embd};
+    if (g.has_state()) g.state_ne = {spec_.hp.shortconv_l_cache - 1, conv_channels_};
     return g;
   }
   ops::RopeParams rope_params(int32_t il) const override { return spec_.attention[il].rope; }
@@ -41,9 +43,17 @@ class HybridDecoder final : public Model {
   DeviceLogits device_logits() const override { return {last_logits_, 0.0f}; }
 
  private:
+  // Tensor parallel: the sum over the ranks of a row-split Linear's partial outputs.
+  void reduce(const TensorView& t) const {
+    if (collective_ != nullptr) collective_->all_reduce_sum(t);
+  }
+
   ops::Backend& backend_;
-  HybridSpec spec_;
-  TensorView token_embd_;   // [n_embd, n_vocab]
+  HybridSpec spec_;  // hp and attention: the rank's heads and FFN columns when split
+  Collective* collective_ = nullptr;
+  VocabShard vocab_;
+  int64_t conv_channels_ = 0;  // n_embd / n_ranks: the convolution channels this rank holds
+  TensorView token_embd_;   // [n_embd, n_vocab], or the rank's vocabulary rows
   std::vector<HybridLayer> layers_;
   OutputHead head_;
   std::vector<std::unique_ptr<ops::Buffer>> buffers_;
@@ -54,7 +64,9 @@ class HybridDecoder final : public Model {
 };
 
 Status HybridDecoder::load(const format::GgufFile& file, const LoadOptions& options) {
-  HParams& hp = spec_.hp;
+  HParams& hp = spec_.hp;  // the whole model's while loading, the rank's after
+  const ShardSpec& shard = options.shard;
+  collective_ = shard.split() ? options.collective : nullptr;
   const int64_t n_embd = hp.n_embd;
   bool any_conv = false, any_moe = false;
   for (int il = 0; il < hp.n_layer; ++il) {
@@ -72,40 +84,48 @@ Status HybridDecoder::load(const format::GgufFile& file, const LoadOptions& opti
   if (!embd_shape) return not_found("tensor 'token_embd.weight' is missing");
   hp.n_vocab = static_cast<int32_t>((*embd_shape)[1]);
   const int64_t n_vocab = hp.n_vocab;
-  CERA_ASSIGN_OR_RETURN(token_embd_, loader.require("token_embd.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kEmbedding));
+  CERA_ASSIGN_OR_RETURN(const HParams rank_hp, shard_hparams(hp, shard));
+  CERA_ASSIGN_OR_RETURN(vocab_, vocab_shard(n_vocab, shard));
+  CERA_ASSIGN_OR_RETURN(token_embd_, loader.require_shard("token_embd.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kEmbedding,
+                                                          ShardSplit::kOutputs, {.what = "vocabulary row"}, shard));
   const MoeShape moe{.n_embd = n_embd, .n_ff_exp = hp.n_ff_exp, .n_expert = hp.n_expert, .n_expert_used = hp.n_expert_used};
   layers_.resize(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il) {
     HybridLayer& l = layers_[il];
     CERA_ASSIGN_OR_RETURN(l.attn_norm, loader.require(layer_tensor(il, "attn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
     if (spec_.mixers[il] == LayerKind::kAttention) {
-      CERA_ASSIGN_OR_RETURN(l.attention, load_attention(loader, il, n_embd, spec_.attention[il]));
+      CERA_ASSIGN_OR_RETURN(l.attention, load_attention(loader, il, n_embd, spec_.attention[il], shard));
     } else {
-      CERA_ASSIGN_OR_RETURN(l.conv, load_short_conv(loader, il, n_embd, hp.shortconv_l_cache));
+      CERA_ASSIGN_OR_RETURN(l.conv, load_short_conv(loader, il, n_embd, hp.shortconv_l_cache, shard));
+      conv_channels_ = l.conv->conv.rows();
     }
     CERA_ASSIGN_OR_RETURN(l.ffn_norm, loader.require(layer_tensor(il, "ffn_norm"), {n_embd, 1, 1, 1}, WeightUse::kVector));
     if (spec_.ffns[il] == FfnKind::kDense) {
-      CERA_ASSIGN_OR_RETURN(l.ffn, load_ffn(loader, il, n_embd, hp.n_ff));
+      CERA_ASSIGN_OR_RETURN(l.ffn, load_ffn(loader, il, n_embd, hp.n_ff, shard));
     } else {
-      CERA_ASSIGN_OR_RETURN(l.moe, load_moe(loader, il, moe, spec_.selection_bias));
+      CERA_ASSIGN_OR_RETURN(l.moe, load_moe(loader, il, moe, spec_.selection_bias, shard));
     }
   }
-  CERA_ASSIGN_OR_RETURN(head_, load_output_head(loader, backend_, token_embd_, n_embd, n_vocab, spec_.output_norm));
+  CERA_ASSIGN_OR_RETURN(head_, load_output_head(loader, backend_, token_embd_, n_embd, n_vocab, spec_.output_norm, shard));
   buffers_ = loader.take_buffers();
+  hp = rank_hp;
+  for (AttentionSpec& a : spec_.attention) a = rank_attention_spec(a, hp);
+  const MoeShape rank_moe{.n_embd = n_embd, .n_ff_exp = hp.n_ff_exp, .n_expert = hp.n_expert, .n_expert_used = hp.n_expert_used};
   const int64_t max_tokens = options.max_batch_tokens;
   CERA_ASSIGN_OR_RETURN(Scratch s, Scratch::create(backend_, {.n_embd = n_embd,
                                                               .q_width = int64_t(hp.n_head) * hp.head_dim,
                                                               .kv_width = std::max<int64_t>(1, int64_t(hp.n_head_kv) * hp.head_dim),
                                                               .n_ff = hp.n_ff,
                                                               .n_vocab = n_vocab,
+                                                              .n_vocab_part = vocab_.split ? head_.output.rows() : 0,
                                                               .max_tokens = max_tokens}));
   scratch_.emplace(std::move(s));
   if (any_conv) {
-    CERA_ASSIGN_OR_RETURN(ShortConvScratch c, ShortConvScratch::create(backend_, n_embd, max_tokens));
+    CERA_ASSIGN_OR_RETURN(ShortConvScratch c, ShortConvScratch::create(backend_, conv_channels_, max_tokens));
     conv_scratch_.emplace(std::move(c));
   }
   if (any_moe) {
-    CERA_ASSIGN_OR_RETURN(MoeScratch m, MoeScratch::create(backend_, moe, max_tokens));
+    CERA_ASSIGN_OR_RETURN(MoeScratch m, MoeScratch::create(backend_, rank_moe, max_tokens));
     moe_scratch_.emplace(std::move(m));
   }
   return {};
@@ -136,7 +156,8 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
   }
   const Scratch& s = *scratch_;
   const TensorView x = s.x(n), h = s.h(n);
-  embed_batch(backend_, x, token_embd_, batch, 1.0f);
+  embed_batch(backend_, x, token_embd_, batch, 1.0f, vocab_);
+  if (vocab_.split) reduce(x);
   for (size_t il = 0; il < layers_.size(); ++il) {
     const HybridLayer& l = layers_[il];
     backend_.rms_norm(h, x, l.attn_norm, hp.rms_eps);
@@ -146,6 +167,7 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
       for (size_t j = 0; j < layer_states.size(); ++j) layer_states[j] = batch.recurrent_state[j * layers_.size() + il];
       short_conv_forward(backend_, *conv_scratch_, *l.conv, runs, layer_states, batch.state_checkpoints, il, h, h);
     }
+    reduce(h);
     backend_.add_scaled(x, x, h, 1.0f);
     backend_.rms_norm(h, x, l.ffn_norm, hp.rms_eps);
     if (l.ffn) {
@@ -153,11 +175,14 @@ Status HybridDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
     } else {
       moe_forward(backend_, *moe_scratch_, *l.moe, spec_.router, h, h);
     }
+    reduce(h);
     backend_.add_scaled(x, x, h, 1.0f);
   }
   if (n_out == 0) return {};
-  const TensorView out = output_head_forward(backend_, s, head_, {.rms_eps = hp.rms_eps, .output = batch.output}, x,
-                                             batch.output_rows, logits);
+  const TensorView out = output_head_forward(
+      backend_, s, head_,
+      {.rms_eps = hp.rms_eps, .output = batch.output, .collective = vocab_.split ? collective_ : nullptr}, x,
+      batch.output_rows, logits);
   if (batch.output == ForwardOutput::kLogits) last_logits_ = out;
   return {};
 }

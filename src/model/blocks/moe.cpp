@@ -4,7 +4,9 @@
 
 namespace cera::model {
 
-Result<MoeWeights> load_moe(WeightLoader& loader, int layer, const MoeShape& s, bool selection_bias) {
+Result<MoeWeights> load_moe(WeightLoader& loader, int layer, const MoeShape& s, bool selection_bias,
+                            const ShardSpec& shard) {
+  const ShardUnit column{.what = "expert FFN column"};
   MoeWeights w;
   CERA_ASSIGN_OR_RETURN(w.gate_inp, loader.require(layer_tensor(layer, "ffn_gate_inp"), {s.n_embd, s.n_expert, 1, 1},
                                                    WeightUse::kMatmul));
@@ -12,12 +14,15 @@ Result<MoeWeights> load_moe(WeightLoader& loader, int layer, const MoeShape& s, 
     CERA_ASSIGN_OR_RETURN(w.selection_bias, loader.optional(layer_tensor(layer, "exp_probs_b", "bias"),
                                                             {s.n_expert, 1, 1, 1}, WeightUse::kVector));
   }
-  CERA_ASSIGN_OR_RETURN(w.gate_exps, loader.require(layer_tensor(layer, "ffn_gate_exps"),
-                                                    {s.n_embd, s.n_ff_exp, s.n_expert, 1}, WeightUse::kMatmul));
-  CERA_ASSIGN_OR_RETURN(w.up_exps, loader.require(layer_tensor(layer, "ffn_up_exps"),
-                                                  {s.n_embd, s.n_ff_exp, s.n_expert, 1}, WeightUse::kMatmul));
-  CERA_ASSIGN_OR_RETURN(w.down_exps, loader.require(layer_tensor(layer, "ffn_down_exps"),
-                                                    {s.n_ff_exp, s.n_embd, s.n_expert, 1}, WeightUse::kMatmul));
+  CERA_ASSIGN_OR_RETURN(w.gate_exps, loader.require_shard(layer_tensor(layer, "ffn_gate_exps"),
+                                                          {s.n_embd, s.n_ff_exp, s.n_expert, 1}, WeightUse::kMatmul,
+                                                          ShardSplit::kOutputs, column, shard));
+  CERA_ASSIGN_OR_RETURN(w.up_exps, loader.require_shard(layer_tensor(layer, "ffn_up_exps"),
+                                                        {s.n_embd, s.n_ff_exp, s.n_expert, 1}, WeightUse::kMatmul,
+                                                        ShardSplit::kOutputs, column, shard));
+  CERA_ASSIGN_OR_RETURN(w.down_exps, loader.require_shard(layer_tensor(layer, "ffn_down_exps"),
+                                                          {s.n_ff_exp, s.n_embd, s.n_expert, 1}, WeightUse::kMatmul,
+                                                          ShardSplit::kInputs, column, shard));
   return w;
 }
 

@@ -25,7 +25,10 @@ struct MoeShape {
   int64_t n_expert_used = 0;  // k
 };
 
-Result<MoeWeights> load_moe(WeightLoader& loader, int layer, const MoeShape& shape, bool selection_bias);
+// `shape` is the whole model's; a split `shard` loads every expert's share of the FFN columns
+// (gate/up rows, down columns) and the whole router, so every rank routes alike.
+Result<MoeWeights> load_moe(WeightLoader& loader, int layer, const MoeShape& shape, bool selection_bias,
+                            const ShardSpec& shard = {});
 
 // Activations of the block, sized for the largest batch.
 class MoeScratch {

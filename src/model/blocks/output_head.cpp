@@ -2,15 +2,18 @@
 
 #include <string>
 
+#include "model/collective.h"
+
 namespace cera::model {
 
 Result<OutputHead> load_output_head(WeightLoader& loader, ops::Backend& backend, const TensorView& token_embd,
-                                    int64_t n_embd, int64_t n_vocab, const std::string& norm_name) {
+                                    int64_t n_embd, int64_t n_vocab, const std::string& norm_name,
+                                    const ShardSpec& shard) {
   OutputHead h;
   CERA_ASSIGN_OR_RETURN(h.norm, loader.require(norm_name, {n_embd, 1, 1, 1}, WeightUse::kVector));
-  CERA_ASSIGN_OR_RETURN(auto output, loader.optional("output.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kMatmul));
-  if (output) {
-    h.output = *output;
+  if (loader.has("output.weight")) {
+    CERA_ASSIGN_OR_RETURN(h.output, loader.require_shard("output.weight", {n_embd, n_vocab, 1, 1}, WeightUse::kMatmul,
+                                                         ShardSplit::kOutputs, {.what = "vocabulary row"}, shard));
   } else if (backend.supports_weight(token_embd.dtype)) {
     h.output = token_embd;  // tied embeddings
   } else {
@@ -49,7 +52,13 @@ TensorView output_head_forward(ops::Backend& backend, const Scratch& scratch, co
     return rows;
   }
   const TensorView out = scratch.logits(n_out);
-  backend.matmul(out, head.output, rows);
+  if (params.collective != nullptr) {
+    const TensorView part = scratch.logits_part(n_out);
+    backend.matmul(part, head.output, rows);
+    params.collective->all_gather_cols(part, out);
+  } else {
+    backend.matmul(out, head.output, rows);
+  }
   if (params.logit_scale != 1.0f) backend.scale(out, 1.0f / params.logit_scale);
   if (!logits.empty()) {
     backend.download(logits.data(), out);

@@ -15,9 +15,12 @@ struct OutputHead {
   TensorView output;  // [n_embd, n_vocab], the token embedding when tied
 };
 
-// `norm_name`: the final norm's tensor name (lfm2 files call it token_embd_norm.weight).
+// `norm_name`: the final norm's tensor name (lfm2 files call it token_embd_norm.weight). With a
+// split `shard`, output.weight is split by vocabulary like token_embd (which a tied head reuses:
+// pass the rank's slice).
 Result<OutputHead> load_output_head(WeightLoader& loader, ops::Backend& backend, const TensorView& token_embd,
-                                    int64_t n_embd, int64_t n_vocab, const std::string& norm_name);
+                                    int64_t n_embd, int64_t n_vocab, const std::string& norm_name,
+                                    const ShardSpec& shard = {});
 
 // forward()'s check of its output buffer: n_vocab (kLogits, or empty) or n_embd (kHidden, not
 // empty) floats per output row.
@@ -28,6 +31,9 @@ struct OutputHeadParams {
   float logit_scale = 1.0f;    // logits are divided by it (granite)
   float final_softcap = 0.0f;  // applied on the host after a download (see Model::DeviceLogits)
   ForwardOutput output = ForwardOutput::kLogits;  // kHidden: stop after the final norm
+  // Tensor parallel: the head holds a vocabulary slice; the ranks' logits are gathered (every
+  // rank then holds the whole [n_vocab, n_out]).
+  Collective* collective = nullptr;
 };
 
 // Logits of batch.output_rows of x[n_embd, n_tokens] into scratch; downloaded into `logits` when

@@ -21,6 +21,7 @@ Result<Scratch> Scratch::create(ops::Backend& backend, const ScratchSizes& sizes
   CERA_RETURN_IF_ERROR(alloc(s.gate_, sizes.n_ff));
   CERA_RETURN_IF_ERROR(alloc(s.up_, sizes.n_ff));
   CERA_RETURN_IF_ERROR(alloc(s.logits_, sizes.n_vocab));
+  if (sizes.n_vocab_part > 0) CERA_RETURN_IF_ERROR(alloc(s.logits_part_, sizes.n_vocab_part));
   return s;
 }
 

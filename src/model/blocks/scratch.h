@@ -15,6 +15,7 @@ struct ScratchSizes {
   int64_t kv_width = 0;  // n_head_kv * head_dim
   int64_t n_ff = 0;
   int64_t n_vocab = 0;
+  int64_t n_vocab_part = 0;  // tensor parallel: the rank's vocabulary slice (0 when unsplit)
   int64_t max_tokens = 0;
 };
 
@@ -32,6 +33,7 @@ class Scratch {
   TensorView gate(int64_t n) const { return view(gate_, sizes_.n_ff, n); }
   TensorView up(int64_t n) const { return view(up_, sizes_.n_ff, n); }
   TensorView logits(int64_t n) const { return view(logits_, sizes_.n_vocab, n); }
+  TensorView logits_part(int64_t n) const { return view(logits_part_, sizes_.n_vocab_part, n); }  // split only
   int64_t max_tokens() const { return sizes_.max_tokens; }
 
  private:
@@ -39,7 +41,7 @@ class Scratch {
 
   ScratchSizes sizes_;
   Device device_ = Device::kCpu;
-  std::shared_ptr<ops::Buffer> x_, h_, q_, k_, v_, attn_, gate_, up_, logits_;
+  std::shared_ptr<ops::Buffer> x_, h_, q_, k_, v_, attn_, gate_, up_, logits_, logits_part_;
 };
 
 }  // namespace cera::model

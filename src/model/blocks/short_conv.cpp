@@ -4,24 +4,27 @@
 
 namespace cera::model {
 
-Result<ShortConvWeights> load_short_conv(WeightLoader& loader, int layer, int64_t n_embd, int64_t l_cache) {
+Result<ShortConvWeights> load_short_conv(WeightLoader& loader, int layer, int64_t n_embd, int64_t l_cache,
+                                         const ShardSpec& shard) {
+  const ShardUnit channel{.what = "channel"};
   ShortConvWeights w;
-  CERA_ASSIGN_OR_RETURN(w.in_proj, loader.require(layer_tensor(layer, "shortconv.in_proj"), {n_embd, 3 * n_embd, 1, 1},
-                                                  WeightUse::kMatmul));
-  CERA_ASSIGN_OR_RETURN(w.conv, loader.require(layer_tensor(layer, "shortconv.conv"), {l_cache, n_embd, 1, 1},
-                                               WeightUse::kVector));
-  CERA_ASSIGN_OR_RETURN(w.out_proj, loader.require(layer_tensor(layer, "shortconv.out_proj"), {n_embd, n_embd, 1, 1},
-                                                   WeightUse::kMatmul));
+  CERA_ASSIGN_OR_RETURN(w.in_proj, loader.require_shard(layer_tensor(layer, "shortconv.in_proj"), {n_embd, 3 * n_embd, 1, 1},
+                                                        WeightUse::kMatmul, ShardSplit::kOutputs,
+                                                        {.what = "channel", .groups = 3}, shard));
+  CERA_ASSIGN_OR_RETURN(w.conv, loader.require_shard(layer_tensor(layer, "shortconv.conv"), {l_cache, n_embd, 1, 1},
+                                                     WeightUse::kVector, ShardSplit::kOutputs, channel, shard));
+  CERA_ASSIGN_OR_RETURN(w.out_proj, loader.require_shard(layer_tensor(layer, "shortconv.out_proj"), {n_embd, n_embd, 1, 1},
+                                                         WeightUse::kMatmul, ShardSplit::kInputs, channel, shard));
   return w;
 }
 
-Result<ShortConvScratch> ShortConvScratch::create(ops::Backend& backend, int64_t n_embd, int64_t max_tokens) {
+Result<ShortConvScratch> ShortConvScratch::create(ops::Backend& backend, int64_t n_ch, int64_t max_tokens) {
   ShortConvScratch s;
-  s.n_embd_ = n_embd;
+  s.n_ch_ = n_ch;
   s.max_tokens_ = max_tokens;
   s.device_ = backend.device();
-  CERA_ASSIGN_OR_RETURN(auto bcx, backend.allocate(static_cast<uint64_t>(3 * n_embd * max_tokens) * sizeof(float)));
-  CERA_ASSIGN_OR_RETURN(auto y, backend.allocate(static_cast<uint64_t>(n_embd * max_tokens) * sizeof(float)));
+  CERA_ASSIGN_OR_RETURN(auto bcx, backend.allocate(static_cast<uint64_t>(3 * n_ch * max_tokens) * sizeof(float)));
+  CERA_ASSIGN_OR_RETURN(auto y, backend.allocate(static_cast<uint64_t>(n_ch * max_tokens) * sizeof(float)));
   s.bcx_ = std::move(bcx);
   s.y_ = std::move(y);
   return s;
@@ -29,11 +32,11 @@ Result<ShortConvScratch> ShortConvScratch::create(ops::Backend& backend, int64_t
 
 TensorView ShortConvScratch::bcx(int64_t n) const {
   CERA_CHECK(n >= 1 && n <= max_tokens_);
-  return bcx_->view(DType::kF32, {3 * n_embd_, n, 1, 1}, device_);
+  return bcx_->view(DType::kF32, {3 * n_ch_, n, 1, 1}, device_);
 }
 TensorView ShortConvScratch::y(int64_t n) const {
   CERA_CHECK(n >= 1 && n <= max_tokens_);
-  return y_->view(DType::kF32, {n_embd_, n, 1, 1}, device_);
+  return y_->view(DType::kF32, {n_ch_, n, 1, 1}, device_);
 }
 
 Result<std::vector<SequenceRun>> sequence_runs(const ForwardBatch& batch) {

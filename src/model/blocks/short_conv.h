@@ -11,23 +11,27 @@
 
 namespace cera::model {
 
+// n_ch: the channels this model instance convolves, n_embd / n_ranks (the depthwise
+// convolution keeps channels apart, so tensor parallelism splits them: in_proj's B, C and x rows,
+// the kernel and the state by channel, out_proj's inputs, summed across ranks after it).
 struct ShortConvWeights {
-  TensorView in_proj;   // [n_embd, 3 * n_embd]: rows B, C, x
-  TensorView conv;      // [L_cache, n_embd] F32: per channel, taps oldest input first
-  TensorView out_proj;  // [n_embd, n_embd]
+  TensorView in_proj;   // [n_embd, 3 * n_ch]: rows B, C, x
+  TensorView conv;      // [L_cache, n_ch] F32: per channel, taps oldest input first
+  TensorView out_proj;  // [n_ch, n_embd]
 };
 
-Result<ShortConvWeights> load_short_conv(WeightLoader& loader, int layer, int64_t n_embd, int64_t l_cache);
+Result<ShortConvWeights> load_short_conv(WeightLoader& loader, int layer, int64_t n_embd, int64_t l_cache,
+                                         const ShardSpec& shard = {});
 
 // Activations of the mixer, sized for the largest batch.
 class ShortConvScratch {
  public:
-  static Result<ShortConvScratch> create(ops::Backend& backend, int64_t n_embd, int64_t max_tokens);
-  TensorView bcx(int64_t n) const;  // [3 * n_embd, n]
-  TensorView y(int64_t n) const;    // [n_embd, n]: convolution output before out_proj
+  static Result<ShortConvScratch> create(ops::Backend& backend, int64_t n_ch, int64_t max_tokens);
+  TensorView bcx(int64_t n) const;  // [3 * n_ch, n]
+  TensorView y(int64_t n) const;    // [n_ch, n]: convolution output before out_proj
 
  private:
-  int64_t n_embd_ = 0, max_tokens_ = 0;
+  int64_t n_ch_ = 0, max_tokens_ = 0;
   Device device_ = Device::kCpu;
   std::shared_ptr<ops::Buffer> bcx_, y_;
 };
@@ -43,7 +47,7 @@ struct SequenceRun {
 Result<std::vector<SequenceRun>> sequence_runs(const ForwardBatch& batch);
 
 // out[n_embd, n_tokens] = mixer(in); out may alias in. `states` holds each sequence's state of
-// this layer ([L_cache-1, n_embd] F32), indexed by SequenceRun::seq; each run is one short_conv
+// this layer ([L_cache-1, n_ch] F32), indexed by SequenceRun::seq; each run is one short_conv
 // call (all of a sequence's prompt tokens in one call), split after each checkpoint's token
 // (ascending; ForwardBatch::state_checkpoints) so that the state there can be copied to the
 // checkpoint's view of layer `il`. The split changes no result: the carried state is exactly

@@ -1,0 +1,41 @@
+// Collectives between ranks that run on threads of one process over host memory (the CPU
+// backend): the tensor-parallel split proven without GPUs, with the same calls NCCL answers on
+// several devices. Each rank owns one slice of every collective's output and computes it from
+// all ranks' inputs (a reduce-scatter and an all-gather in one), between two barriers.
+#pragma once
+
+#include <barrier>
+#include <memory>
+#include <vector>
+
+#include "model/collective.h"
+
+namespace cera::model {
+
+class HostCollectiveGroup final : public CollectiveGroup {
+ public:
+  explicit HostCollectiveGroup(int n_ranks);
+  ~HostCollectiveGroup();
+  HostCollectiveGroup(const HostCollectiveGroup&) = delete;
+  HostCollectiveGroup& operator=(const HostCollectiveGroup&) = delete;
+
+  int n_ranks() const override { return static_cast<int>(endpoints_.size()); }
+  // Rank r's endpoint, to be driven by one thread. Every rank must make the same sequence of
+  // calls: a rank that stops calling (an error inside forward) leaves the others waiting, so
+  // forward() checks its batch before the first collective, alike on every rank.
+  Collective& rank(int r) override;
+
+ private:
+  class Endpoint;
+  struct Slot {
+    const TensorView* in = nullptr;   // this rank's input (all_reduce: also its output)
+    const TensorView* out = nullptr;  // all_gather's output
+  };
+  void exchange(int rank, const TensorView* in, const TensorView* out);
+
+  std::barrier<> barrier_;
+  std::vector<Slot> slots_;  // [n_ranks], valid between the two barriers of a collective
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+};
+
+}  // namespace cera::model
