@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -41,6 +42,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& opts) {
                   "split the model's heads, FFN and vocabulary over N ranks (cuda: GPUs 0..N-1; cpu: N backends "
                   "sharing --threads); each holds 1/N of the weights and of the KV cache")
       ->check(int_range(1, api::kMaxTensorParallel));
+  cmd->add_option("--devices", opts.devices,
+                  "CUDA devices of the tensor-parallel ranks, e.g. 0,1 (default: 0..N-1; alone it sets N)")
+      ->delimiter(',')
+      ->check(int_range(0, 1024));
 }
 
 void fail(const char* command, const Status& status) {
@@ -63,7 +68,9 @@ std::unique_ptr<api::Engine> load_engine_or_exit(const char* command, const Mode
                                    .kv_type = *api::kv_type_choice_from_name(opts.kv_type),
                                    .cpu_int8_activations = opts.cpu_activations == "int8",
                                    .progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); },
-                                   .tensor_parallel = opts.tensor_parallel});
+                                   .tensor_parallel = opts.tensor_parallel > 0 ? opts.tensor_parallel
+                                                      : std::max<int>(1, static_cast<int>(opts.devices.size())),
+                                   .devices = opts.devices});
   if (!engine.ok()) fail(command, engine.status());
   return std::move(engine).value();
 }

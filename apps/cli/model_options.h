@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "api/engine.h"
 #include "runtime/engine/engine_loop.h"
@@ -22,7 +23,8 @@ struct ModelOptions {
   int batch = 512;
   std::string kv_type = "auto";
   std::string cpu_activations = "int8x2";
-  int tensor_parallel = 1;
+  int tensor_parallel = 0;     // 0: one rank, or one per --devices entry
+  std::vector<int32_t> devices;  // CUDA devices of the ranks
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& opts);

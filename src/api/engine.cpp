@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "core/thread_pool.h"
-#include "model/host_collective.h"
+#include "ops/cpu/host_collective.h"
 #include "model/tensor_parallel.h"
 #include "ops/cpu/cpu_backend.h"
 #if defined(CERA_HAVE_CUDA)
@@ -99,25 +99,49 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
 Result<std::unique_ptr<model::Model>> Engine::load_tensor_parallel(const EngineOptions& options,
                                                                    const model::LoadOptions& load) {
   const int n = options.tensor_parallel;
-  if (backend_->device() != Device::kCpu) {
-    return unsupported("--tensor-parallel " + std::to_string(n) +
-                       " on CUDA: this build has no NCCL collective yet; run it on the CPU (--device cpu)");
+  model::TensorParallelRanks ranks;
+  if (backend_->device() == Device::kCpu) {
+    // The CPU ranks share the threads: each rank's backend computes its slice with its own pool.
+    const int threads = options.n_threads > 0 ? options.n_threads : available_cores();
+    const ops::CpuBackendOptions cpu{.n_threads = std::max(1, threads / n),
+                                     .activations = options.cpu_int8_activations ? ops::ActivationPrecision::kInt8
+                                                                                 : ops::ActivationPrecision::kInt8x2};
+    backend_ = ops::make_cpu_backend(cpu);
+    for (int r = 1; r < n; ++r) rank_backends_.push_back(ops::make_cpu_backend(cpu));
+  } else {
+#if defined(CERA_HAVE_CUDA)
+    std::vector<int32_t> devices = options.devices;
+    if (devices.empty()) {
+      for (int r = 0; r < n; ++r) devices.push_back(r);
+    }
+    if (static_cast<int>(devices.size()) != n) {
+      return invalid_argument("--devices names " + std::to_string(devices.size()) + " devices for --tensor-parallel " +
+                              std::to_string(n) + ": name one per rank");
+    }
+    CERA_ASSIGN_OR_RETURN(const auto found, cuda::list_devices());
+    for (int32_t d : devices) {
+      if (d < 0 || d >= static_cast<int32_t>(found.size())) {
+        return invalid_argument("--tensor-parallel " + std::to_string(n) + ": CUDA device " + std::to_string(d) +
+                                " does not exist; this machine has " + std::to_string(found.size()) +
+                                " (pass --devices to choose them)");
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      auto b = ops::make_cuda_backend({.device = devices[static_cast<size_t>(r)]});
+      if (!b.ok()) return b.status().with_context("tensor-parallel rank " + std::to_string(r));
+      if (r == 0) {
+        backend_ = std::move(b).value();
+      } else {
+        rank_backends_.push_back(std::move(b).value());
+      }
+    }
+#endif
   }
-  // The CPU ranks share the threads: each rank's backend computes its slice with its own pool.
-  const int threads = options.n_threads > 0 ? options.n_threads : available_cores();
-  const int per_rank = std::max(1, threads / n);
-  backend_ = ops::make_cpu_backend({.n_threads = per_rank,
-                                    .activations = options.cpu_int8_activations ? ops::ActivationPrecision::kInt8
-                                                                                : ops::ActivationPrecision::kInt8x2});
-  model::TensorParallelRanks ranks{.backends = {backend_.get()}};
-  for (int r = 1; r < n; ++r) {
-    rank_backends_.push_back(ops::make_cpu_backend({.n_threads = per_rank,
-                                                    .activations = options.cpu_int8_activations
-                                                                       ? ops::ActivationPrecision::kInt8
-                                                                       : ops::ActivationPrecision::kInt8x2}));
-    ranks.backends.push_back(rank_backends_.back().get());
-  }
-  collectives_ = std::make_unique<model::HostCollectiveGroup>(n);
+  ranks.backends.push_back(backend_.get());
+  for (const auto& b : rank_backends_) ranks.backends.push_back(b.get());
+  // The host collective: in place on the CPU; on CUDA it stages every all-reduce through the
+  // host (a synchronisation per layer), which is correct on any devices but not fast.
+  collectives_ = std::make_unique<ops::HostCollectiveGroup>(n, ranks.backends);
   for (int r = 0; r < n; ++r) ranks.collectives.push_back(&collectives_->rank(r));
   return model::load_tensor_parallel(file_, ranks, load);
 }

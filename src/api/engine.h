@@ -7,9 +7,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "format/gguf.h"
-#include "model/collective.h"
+#include "ops/collective.h"
 #include "model/model.h"
 #include "ops/backend.h"
 #include "runtime/session.h"
@@ -47,6 +48,9 @@ struct EngineOptions {
   // vocabulary over that many ranks, each with its share of the weights and K/V. On the CPU the
   // ranks are CPU backends sharing n_threads; on CUDA they are devices 0..N-1, joined by NCCL.
   int32_t tensor_parallel = 1;
+  // CUDA: the device of each rank (tensor_parallel of them; a device may repeat, e.g. to test the
+  // split on one GPU); empty: devices 0..tensor_parallel-1.
+  std::vector<int32_t> devices;
 };
 
 class Engine {
@@ -84,7 +88,7 @@ class Engine {
   // Tensor parallelism: ranks 1..N-1's backends and the ranks' collectives (declared before the
   // model, which uses them, so they outlive it).
   std::vector<std::unique_ptr<ops::Backend>> rank_backends_;
-  std::unique_ptr<model::CollectiveGroup> collectives_;
+  std::unique_ptr<ops::CollectiveGroup> collectives_;
   std::unique_ptr<model::Model> model_;
   std::optional<tokenizer::Tokenizer> tokenizer_;
   double load_seconds_ = 0;

@@ -13,6 +13,7 @@
 #include "model/hparams.h"
 #include "model/shard.h"
 #include "ops/backend.h"
+#include "ops/collective.h"
 
 namespace cera::model {
 
@@ -135,8 +136,6 @@ class Model {
 // final = cap * tanh(x / cap) over the logits, when cap > 0 (gemma-style final softcapping).
 void apply_logit_softcap(std::span<float> logits, float cap);
 
-class Collective;  // model/collective.h
-
 // Bytes of weights loaded so far and in all, reported as tensors reach the backend.
 using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 
@@ -148,7 +147,7 @@ struct LoadOptions {
   // joins forward() to the other ranks' models, which get the same batches; required when split.
   // Rank 0's logits are the whole model's; every rank's residual stream is.
   ShardSpec shard;
-  Collective* collective = nullptr;
+  ops::Collective* collective = nullptr;
 };
 
 // Picks the architecture from general.architecture and loads it. The GgufFile must outlive the

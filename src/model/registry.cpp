@@ -1,6 +1,6 @@
 // The architecture registry: general.architecture -> Arch (one string table, arch.cpp) -> loader.
 #include "model/archs.h"
-#include "model/collective.h"
+#include "ops/collective.h"
 
 namespace cera::model {
 
@@ -12,8 +12,8 @@ Result<std::unique_ptr<Model>> load_model(const format::GgufFile& file, ops::Bac
   if (options.max_batch_tokens <= 0) return invalid_argument("max_batch_tokens must be > 0");
   CERA_RETURN_IF_ERROR(check_shard_spec(options.shard));
   if (options.shard.split()) {
-    if (options.collective == nullptr || options.collective->spec().rank != options.shard.rank ||
-        options.collective->spec().n_ranks != options.shard.n_ranks) {
+    if (options.collective == nullptr || options.collective->rank() != options.shard.rank ||
+        options.collective->n_ranks() != options.shard.n_ranks) {
       return invalid_argument("tensor-parallel rank " + std::to_string(options.shard.rank) + " of " +
                               std::to_string(options.shard.n_ranks) +
                               " needs a collective endpoint of that rank and rank count");

@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "model/collective.h"
+#include "ops/collective.h"
 #include "model/model.h"
 
 namespace cera::model {
@@ -19,7 +19,7 @@ namespace cera::model {
 // Where rank r runs: backends[r] and collectives[r] (the caller's; they outlive the model).
 struct TensorParallelRanks {
   std::vector<ops::Backend*> backends;
-  std::vector<Collective*> collectives;
+  std::vector<ops::Collective*> collectives;
 };
 
 // Loads every rank's slice of `file` (options.shard and options.collective are set per rank;

@@ -5,7 +5,7 @@
 
 #include "model/blocks/embedding.h"
 #include "model/blocks/output_head.h"
-#include "model/collective.h"
+#include "ops/collective.h"
 #include "model/shard_hparams.h"
 
 namespace cera::model {
@@ -41,7 +41,7 @@ class DenseDecoder final : public Model {
 
   ops::Backend& backend_;
   DenseSpec spec_;  // hp and attention: the rank's heads and FFN columns when split
-  Collective* collective_ = nullptr;
+  ops::Collective* collective_ = nullptr;
   VocabShard vocab_;
   TensorView token_embd_;   // [n_embd, n_vocab], or the rank's vocabulary rows
   std::vector<DenseLayer> layers_;

@@ -10,7 +10,7 @@
 #include "model/blocks/output_head.h"
 #include "model/blocks/moe.h"
 #include "model/blocks/short_conv.h"
-#include "model/collective.h"
+#include "ops/collective.h"
 #include "model/shard_hparams.h"
 
 namespace cera::model {
@@ -50,7 +50,7 @@ class HybridDecoder final : public Model {
 
   ops::Backend& backend_;
   HybridSpec spec_;  // hp and attention: the rank's heads and FFN columns when split
-  Collective* collective_ = nullptr;
+  ops::Collective* collective_ = nullptr;
   VocabShard vocab_;
   int64_t conv_channels_ = 0;  // n_embd / n_ranks: the convolution channels this rank holds
   TensorView token_embd_;   // [n_embd, n_vocab], or the rank's vocabulary rows

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "model/collective.h"
+#include "ops/collective.h"
 
 namespace cera::model {
 

@@ -33,7 +33,7 @@ struct OutputHeadParams {
   ForwardOutput output = ForwardOutput::kLogits;  // kHidden: stop after the final norm
   // Tensor parallel: the head holds a vocabulary slice; the ranks' logits are gathered (every
   // rank then holds the whole [n_vocab, n_out]).
-  Collective* collective = nullptr;
+  ops::Collective* collective = nullptr;
 };
 
 // Logits of batch.output_rows of x[n_embd, n_tokens] into scratch; downloaded into `logits` when

@@ -1,20 +1,26 @@
 // Collectives between ranks that run on threads of one process over host memory (the CPU
 // backend): the tensor-parallel split proven without GPUs, with the same calls NCCL answers on
 // several devices. Each rank owns one slice of every collective's output and computes it from
-// all ranks' inputs (a reduce-scatter and an all-gather in one), between two barriers.
+// all ranks' inputs (a reduce-scatter and an all-gather in one), between two barriers. Tensors on
+// a device are staged through the host by their rank's backend (download, sum, upload): correct
+// on any backend, several ranks on one GPU included, but a synchronisation per collective, so
+// only the CPU's and the tests' transport; GPUs of one host talk through NCCL.
 #pragma once
 
 #include <barrier>
 #include <memory>
 #include <vector>
 
-#include "model/collective.h"
+#include "ops/backend.h"
+#include "ops/collective.h"
 
-namespace cera::model {
+namespace cera::ops {
 
 class HostCollectiveGroup final : public CollectiveGroup {
  public:
-  explicit HostCollectiveGroup(int n_ranks);
+  // `backends[r]`: rank r's, which stages its device tensors; may be empty when every tensor is
+  // in host memory (CPU backends).
+  explicit HostCollectiveGroup(int n_ranks, std::vector<Backend*> backends = {});
   ~HostCollectiveGroup();
   HostCollectiveGroup(const HostCollectiveGroup&) = delete;
   HostCollectiveGroup& operator=(const HostCollectiveGroup&) = delete;
@@ -34,8 +40,9 @@ class HostCollectiveGroup final : public CollectiveGroup {
   void exchange(int rank, const TensorView* in, const TensorView* out);
 
   std::barrier<> barrier_;
+  std::vector<Backend*> backends_;
   std::vector<Slot> slots_;  // [n_ranks], valid between the two barriers of a collective
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
 };
 
-}  // namespace cera::model
+}  // namespace cera::ops

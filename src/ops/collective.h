@@ -1,4 +1,5 @@
-// The communication between the tensor-parallel ranks of one model (src/model/shard.h): the
+// The communication between the tensor-parallel ranks of one model (src/model/shard.h, which
+// says what is split): the
 // all-reduce that sums the partial outputs of the row-split Linears (attention O, FFN down, the
 // short convolution's out_proj, the vocabulary-split embedding) and the gather of the
 // vocabulary-split logits. Each rank's model holds its own endpoint and calls the same sequence of
@@ -8,14 +9,14 @@
 #pragma once
 
 #include "core/tensor.h"
-#include "model/shard.h"
 
-namespace cera::model {
+namespace cera::ops {
 
 class Collective {
  public:
   virtual ~Collective() = default;
-  virtual ShardSpec spec() const = 0;
+  virtual int rank() const = 0;
+  virtual int n_ranks() const = 0;
   // x = the sum over the ranks of their x (F32, packed, same shape on every rank), in place.
   virtual void all_reduce_sum(const TensorView& x) = 0;
   // whole[n_ranks * part.cols(), part.rows()] = the ranks' parts side by side along ne[0], rank 0
@@ -31,4 +32,4 @@ class CollectiveGroup {
   virtual Collective& rank(int r) = 0;  // to be driven by one thread
 };
 
-}  // namespace cera::model
+}  // namespace cera::ops
