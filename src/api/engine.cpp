@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "core/thread_pool.h"
 #include "ops/cpu/host_collective.h"
@@ -10,6 +11,7 @@
 #if defined(CERA_HAVE_CUDA)
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/device_info.h"
+#include "ops/cuda/nccl_collective.h"
 #endif
 
 namespace cera::api {
@@ -135,13 +137,23 @@ Result<std::unique_ptr<model::Model>> Engine::load_tensor_parallel(const EngineO
         rank_backends_.push_back(std::move(b).value());
       }
     }
+    ranks.backends.push_back(backend_.get());
+    for (const auto& b : rank_backends_) ranks.backends.push_back(b.get());
+    // One GPU per rank: NCCL, on the ranks' streams and inside their graphs. A GPU named twice
+    // (testing the split on one device) cannot be an NCCL rank twice: the host collective then
+    // stages each all-reduce through the host, correct but a synchronisation per layer.
+    const bool distinct = std::set<int32_t>(devices.begin(), devices.end()).size() == devices.size();
+    if (distinct) {
+      CERA_ASSIGN_OR_RETURN(collectives_, ops::make_nccl_group(ranks.backends, devices));
+    }
 #endif
   }
-  ranks.backends.push_back(backend_.get());
-  for (const auto& b : rank_backends_) ranks.backends.push_back(b.get());
-  // The host collective: in place on the CPU; on CUDA it stages every all-reduce through the
-  // host (a synchronisation per layer), which is correct on any devices but not fast.
-  collectives_ = std::make_unique<ops::HostCollectiveGroup>(n, ranks.backends);
+  if (ranks.backends.empty()) {
+    ranks.backends.push_back(backend_.get());
+    for (const auto& b : rank_backends_) ranks.backends.push_back(b.get());
+  }
+  // The host collective: in place on the CPU's tensors, staged through the host on a device's.
+  if (!collectives_) collectives_ = std::make_unique<ops::HostCollectiveGroup>(n, ranks.backends);
   for (int r = 0; r < n; ++r) ranks.collectives.push_back(&collectives_->rank(r));
   return model::load_tensor_parallel(file_, ranks, load);
 }

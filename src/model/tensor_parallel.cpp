@@ -152,7 +152,11 @@ Status TensorParallelModel::forward(const ForwardBatch& batch, std::span<const o
   }
   auto run = [&](size_t r) {
     const std::span<float> out = r == 0 ? logits : std::span<float>(hidden[r]);
-    return models_[r]->forward(batches[r], kv.subspan(r * n_layer, n_layer), out);
+    Status st = models_[r]->forward(batches[r], kv.subspan(r * n_layer, n_layer), out);
+    // A device backend may hold the step's work in a log until it is read back; nobody reads
+    // ranks 1.. back, so launch theirs (the collectives inside wait for every rank's).
+    if (r > 0) backends_[r]->flush();
+    return st;
   };
   for (size_t r = 1; r < n_ranks; ++r) threads_[r - 1]->post([&run, r] { return run(r); });
   Status first = run(0).with_context("tensor-parallel rank 0");

@@ -8,12 +8,15 @@
 // tokens alone are a weak oracle on these tiny random models: a wrong convolution state at the
 // resume point once left every greedy token unchanged). CERA_TEST_DEVICE=cuda runs it on CUDA:
 // equal tokens, log-probabilities within 1e-3 (a 23-token suffix chunk may take other kernels
-// than the 255-token chunk that computes it alone), the largest difference printed.
+// than the 255-token chunk that computes it alone), the largest difference printed. The *_tp2
+// variants split the model over 2 tensor-parallel ranks: the same must hold for the ranks' caches.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "api/engine.h"
 #include "fixture_models.h"
@@ -34,10 +37,17 @@ class PrefixCacheModels : public ::testing::TestWithParam<std::string> {
     const test::TestDevice device = test::test_device();
     ASSERT_TRUE(device.error.empty()) << device.error;
     tolerance_ = device.choice == api::DeviceChoice::kCpu ? 0.0f : 1e-3f;
-    auto e = api::Engine::load({.model_path = test::fixture_gguf(GetParam()), .device = device.choice,
-                                .kv_type = api::KvTypeChoice::kF32});
+    // "<fixture>_tp<N>": the model split over N tensor-parallel ranks (all on GPU 0 on CUDA),
+    // whose KV cache keeps each rank's K/V, convolution state and block checkpoints.
+    const std::string& param = GetParam();
+    const size_t tp = param.find("_tp");
+    const int ranks = tp == std::string::npos ? 1 : std::stoi(param.substr(tp + 3));
+    auto e = api::Engine::load({.model_path = test::fixture_gguf(param.substr(0, tp)), .device = device.choice,
+                                .kv_type = api::KvTypeChoice::kF32, .tensor_parallel = ranks,
+                                .devices = std::vector<int32_t>(device.choice == api::DeviceChoice::kCuda ? ranks : 0, 0)});
     ASSERT_TRUE(e.ok()) << e.status().to_string();
     engine_ = std::move(e).value();
+    ASSERT_EQ(std::max<size_t>(1, engine_->model().ranks().size()), size_t(ranks));
     std::mt19937 rng(1000);
     const tokenizer::Tokenizer& tok = engine_->tokenizer();
     const std::vector<int32_t> prefix = test::random_prompt(rng, kPrefix, tok);
@@ -158,7 +168,9 @@ TEST_P(PrefixCacheModels, UnreferencedBlocksServeLaterRequestsInASmallPool) {
   EXPECT_TRUE((*loop)->check_pool_after_shutdown().ok()) << (*loop)->check_pool_after_shutdown().to_string();
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, PrefixCacheModels, ::testing::Values("llama", "gemma3", "lfm2", "lfm2moe"),
+INSTANTIATE_TEST_SUITE_P(Architectures, PrefixCacheModels,
+                         ::testing::Values("llama", "gemma3", "lfm2", "lfm2moe", "llama_tp2", "gemma3_tp2", "lfm2_tp2",
+                                           "lfm2moe_tp2"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

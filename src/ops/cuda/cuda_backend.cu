@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "ops/cuda/bind_device.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/device_info.h"
@@ -27,9 +28,13 @@ using cuda::Verb;
 
 class DeviceBuffer final : public Buffer {
  public:
-  DeviceBuffer(std::byte* data, uint64_t size, std::weak_ptr<GraphRunner> runner)
-      : data_(data), size_(size), runner_(std::move(runner)) {}
+  DeviceBuffer(std::byte* data, uint64_t size, int device, std::weak_ptr<GraphRunner> runner)
+      : data_(data), size_(size), device_(device), runner_(std::move(runner)) {}
   ~DeviceBuffer() override {
+    try {
+      cuda::bind_device(device_);  // a KV cache may be freed from another rank's thread
+    } catch (const std::exception&) {
+    }
     // Logged calls may still use this memory: launch them first (cudaFree then waits for them).
     // Errors ignored: destructors must not throw.
     if (auto r = runner_.lock()) {
@@ -49,6 +54,7 @@ class DeviceBuffer final : public Buffer {
  private:
   std::byte* data_;
   uint64_t size_;
+  int device_;
   std::weak_ptr<GraphRunner> runner_;
 };
 
@@ -107,7 +113,7 @@ class ReadbackRing {
   uint64_t last_id_ = 0;
 };
 
-Result<std::unique_ptr<Buffer>> device_alloc(uint64_t bytes, std::weak_ptr<GraphRunner> runner) {
+Result<std::unique_ptr<Buffer>> device_alloc(uint64_t bytes, int device, std::weak_ptr<GraphRunner> runner) {
   void* p = nullptr;
   const cudaError_t err = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
   if (err != cudaSuccess) {
@@ -115,14 +121,16 @@ Result<std::unique_ptr<Buffer>> device_alloc(uint64_t bytes, std::weak_ptr<Graph
     return Status(ErrorCode::kOutOfRange,
                   "cuda: cannot allocate " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(err));
   }
-  return std::unique_ptr<Buffer>(std::make_unique<DeviceBuffer>(static_cast<std::byte*>(p), bytes, std::move(runner)));
+  return std::unique_ptr<Buffer>(std::make_unique<DeviceBuffer>(static_cast<std::byte*>(p), bytes, device, std::move(runner)));
 }
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device, bool graphs) : ctx_(device), runner_(std::make_shared<GraphRunner>(ctx_, graphs)) {}
+  CudaBackend(int device, bool graphs)
+      : device_(device), ctx_(device), runner_(std::make_shared<GraphRunner>(ctx_, graphs)) {}
   ~CudaBackend() override {
     try {
+      cuda::bind_device(device_);
       runner_->flush();
     } catch (const std::exception&) {  // destructors must not throw
     }
@@ -141,9 +149,13 @@ class CudaBackend final : public Backend {
   Device device() const override { return Device::kCuda; }
   std::string name() const override { return "cuda (" + ctx_.device_name() + ")"; }
 
-  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes) override { return device_alloc(bytes, runner_); }
+  Result<std::unique_ptr<Buffer>> allocate(uint64_t bytes) override {
+    cuda::bind_device(device_);
+    return device_alloc(bytes, device_, runner_);
+  }
 
   Result<TensorView> import_weight(const TensorView& host, std::unique_ptr<Buffer>& keep) override {
+    cuda::bind_device(device_);
     keep.reset();
     if (host.device != Device::kCpu) return invalid_argument("cuda: import_weight of a non-host tensor");
     if (!cuda::is_supported_weight(host.dtype)) {
@@ -153,7 +165,7 @@ class CudaBackend final : public Backend {
     const int64_t n_in = host.cols(), rows = host.rows();
     const cuda::WeightLayout layout = cuda::weight_layout(host.dtype, n_in, rows);
     runner_->flush();
-    CERA_ASSIGN_OR_RETURN(keep, device_alloc(layout.total_bytes, runner_));
+    CERA_ASSIGN_OR_RETURN(keep, device_alloc(layout.total_bytes, device_, runner_));
     const uint64_t raw_bytes = uint64_t(host.row_bytes()) * uint64_t(rows);
     void* target = keep->data();
     if (layout.repacked) target = ctx_.scratch(cuda::ScratchKind::kGemmWeight, raw_bytes);
@@ -168,6 +180,7 @@ class CudaBackend final : public Backend {
     return v;
   }
   void upload(const TensorView& dst, const void* src) override {
+    cuda::bind_device(device_);
     CERA_CHECK(dst.device == Device::kCuda);
     if (dst.n_elements() == 0) return;
     runner_->flush();
@@ -179,8 +192,12 @@ class CudaBackend final : public Backend {
     CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));  // src may be freed when we return
     runner_->synced();
   }
-  void flush() override { runner_->flush(); }
+  void flush() override {
+    cuda::bind_device(device_);
+    runner_->flush();
+  }
   void download(void* dst, const TensorView& src) override {
+    cuda::bind_device(device_);
     CERA_CHECK(src.device == Device::kCuda);
     runner_->flush();
     if (src.n_elements() == 0) return;
@@ -191,6 +208,7 @@ class CudaBackend final : public Backend {
     runner_->synced();
   }
   void copy(const TensorView& dst, const TensorView& src) override {
+    cuda::bind_device(device_);
     CERA_CHECK(dst.device == Device::kCuda && src.device == Device::kCuda);
     CERA_CHECK_MSG(dst.dtype == src.dtype && dst.ne == src.ne, "cuda copy: views differ in type or shape");
     runner_->flush();  // logged verbs first: the copy is ordered after them on the stream
@@ -202,12 +220,14 @@ class CudaBackend final : public Backend {
                                       ctx_.stream()));
   }
   void synchronize() override {
+    cuda::bind_device(device_);
     runner_->flush();
     CERA_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
     runner_->synced();
   }
   // Launches what is logged and returns: the host records the next step while this one runs.
   Readback download_async(void* dst, const TensorView& src) override {
+    cuda::bind_device(device_);
     CERA_CHECK(src.device == Device::kCuda);
     if (src.n_elements() == 0) return {};
     if (uint64_t(src.row_bytes() * src.rows()) > ReadbackRing::kSlotBytes) {
@@ -225,43 +245,43 @@ class CudaBackend final : public Backend {
              float scale) override {
     Call c{.verb = Verb::kEmbed, .out = out, .a = table, .f = scale};
     c.i[0] = tokens;
-    runner_->run(c);
+    run(c);
   }
   void embed_ids(const TensorView& out, const TensorView& table, const TensorView& ids, float scale) override {
-    runner_->run({.verb = Verb::kEmbedIds, .out = out, .a = table, .b = ids, .f = scale});
+    run({.verb = Verb::kEmbedIds, .out = out, .a = table, .b = ids, .f = scale});
   }
   void matmul(const TensorView& out, const TensorView& weight, const TensorView& x,
               const TensorView* bias) override {
-    runner_->run({.verb = Verb::kMatmul, .out = out, .a = weight, .b = x, .c = bias != nullptr ? *bias : TensorView{}});
+    run({.verb = Verb::kMatmul, .out = out, .a = weight, .b = x, .c = bias != nullptr ? *bias : TensorView{}});
   }
   void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight, float eps) override {
-    runner_->run({.verb = Verb::kRmsNorm, .out = out, .a = x, .b = weight, .f = eps});
+    run({.verb = Verb::kRmsNorm, .out = out, .a = x, .b = weight, .f = eps});
   }
   void layer_norm(const TensorView& out, const TensorView& x, const TensorView& weight, const TensorView& bias,
                   float eps) override {
-    runner_->run({.verb = Verb::kLayerNorm, .out = out, .a = x, .b = weight, .c = bias, .f = eps});
+    run({.verb = Verb::kLayerNorm, .out = out, .a = x, .b = weight, .c = bias, .f = eps});
   }
   void activation(const TensorView& out, const TensorView& x, Activation act) override {
-    runner_->run({.verb = Verb::kActivation, .out = out, .a = x, .act = act});
+    run({.verb = Verb::kActivation, .out = out, .a = x, .act = act});
   }
   void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) override {
     Call c{.verb = Verb::kRope, .out = x, .rope = params};
     c.i[0] = positions;
-    runner_->run(c);
+    run(c);
   }
   void gated_activation(const TensorView& out, const TensorView& gate, const TensorView& up,
                         Activation act) override {
-    runner_->run({.verb = Verb::kGatedActivation, .out = out, .a = gate, .b = up, .act = act});
+    run({.verb = Verb::kGatedActivation, .out = out, .a = gate, .b = up, .act = act});
   }
   void add_scaled(const TensorView& out, const TensorView& a, const TensorView& b, float scale) override {
-    runner_->run({.verb = Verb::kAddScaled, .out = out, .a = a, .b = b, .f = scale});
+    run({.verb = Verb::kAddScaled, .out = out, .a = a, .b = b, .f = scale});
   }
-  void scale(const TensorView& x, float s) override { runner_->run({.verb = Verb::kScale, .out = x, .f = s}); }
+  void scale(const TensorView& x, float s) override { run({.verb = Verb::kScale, .out = x, .f = s}); }
   void kv_store(const KvLayer& layer, const TensorView& k, const TensorView& v,
                 std::span<const int32_t> slots) override {
     Call c{.verb = Verb::kKvStore, .a = k, .b = v, .layer = layer};
     c.i[0] = slots;
-    runner_->run(c);
+    run(c);
   }
   void attention(const TensorView& out, const TensorView& q, const KvLayer& layer, const AttentionBatch& batch,
                  const AttentionParams& params) override {
@@ -270,28 +290,30 @@ class CudaBackend final : public Backend {
     c.i[1] = batch.token_seq;
     c.i[2] = batch.block_tables;
     c.i[3] = batch.table_offset;
-    runner_->run(c);
+    run(c);
   }
   void top_k(const TensorView& ids, const TensorView& values, const TensorView& lse, const TensorView& logits,
              const TopKParams& params) override {
-    runner_->run({.verb = Verb::kTopK, .out = ids, .a = logits, .b = values, .c = lse, .f = params.softcap, .n = params.k});
+    run({.verb = Verb::kTopK, .out = ids, .a = logits, .b = values, .c = lse, .f = params.softcap, .n = params.k});
   }
   void mask_logits(const TensorView& logits, std::span<const uint32_t> masks, std::span<const int32_t> rows) override {
     if (rows.empty()) return;
     Call c{.verb = Verb::kMaskLogits, .out = logits};
     c.i[0] = std::span(reinterpret_cast<const int32_t*>(masks.data()), masks.size());
     c.i[1] = rows;
-    runner_->run(c);
+    run(c);
   }
   // Rare (prefix reuse, context shift): launched eagerly after what is logged.
   void kv_copy(const KvLayer& layer, std::span<const int32_t> src_slots,
                std::span<const int32_t> dst_slots) override {
+    cuda::bind_device(device_);
     runner_->flush();
     ctx_.act_cache() = {};
     cuda::kv_copy(ctx_, layer, src_slots, dst_slots);
   }
   void kv_rerotate(const KvLayer& layer, std::span<const int32_t> slots, int32_t delta, int32_t head_dim,
                    const RopeParams& params) override {
+    cuda::bind_device(device_);
     runner_->flush();
     ctx_.act_cache() = {};
     cuda::kv_rerotate(ctx_, layer, slots, delta, head_dim, params);
@@ -301,7 +323,7 @@ class CudaBackend final : public Backend {
   bool supports(Feature f) const override { return f == Feature::kShortConv || f == Feature::kMoe; }
   void short_conv(const TensorView& out, const TensorView& bcx, const TensorView& kernel,
                   const TensorView& state) override {
-    runner_->run({.verb = Verb::kShortConv, .out = out, .a = bcx, .b = kernel, .c = state});
+    run({.verb = Verb::kShortConv, .out = out, .a = bcx, .b = kernel, .c = state});
   }
   void moe_route(const TensorView& ids, const TensorView& weights, const TensorView& logits,
                  const RouterParams& params) override {
@@ -309,17 +331,25 @@ class CudaBackend final : public Backend {
     c.router = params;
     c.router.selection_bias = nullptr;  // the view travels by value in c: the pointer dies with the call
     if (params.selection_bias != nullptr) c.c = *params.selection_bias;
-    runner_->run(c);
+    run(c);
   }
   void matmul_experts(const TensorView& out, const TensorView& experts, const TensorView& x,
                       const TensorView& ids) override {
-    runner_->run({.verb = Verb::kMatmulExperts, .out = out, .a = experts, .b = x, .c = ids});
+    run({.verb = Verb::kMatmulExperts, .out = out, .a = experts, .b = x, .c = ids});
   }
   void moe_combine(const TensorView& out, const TensorView& expert_out, const TensorView& weights) override {
-    runner_->run({.verb = Verb::kMoeCombine, .out = out, .a = expert_out, .b = weights});
+    run({.verb = Verb::kMoeCombine, .out = out, .a = expert_out, .b = weights});
   }
 
+  void post(const Call& c) { run(c); }
+
  private:
+  void run(const Call& c) {
+    cuda::bind_device(device_);
+    runner_->run(c);
+  }
+
+  int device_;
   CudaContext ctx_;
   std::shared_ptr<GraphRunner> runner_;  // shared with the Buffers (weakly), which flush it
   ReadbackRing readbacks_;
@@ -331,6 +361,14 @@ bool graphs_enabled(bool requested) {
 }
 
 }  // namespace
+
+namespace cuda {
+void post_call(Backend& cuda_backend, const Call& call) {
+  // Only make_cuda_backend's backends report Device::kCuda.
+  CERA_CHECK_MSG(cuda_backend.device() == Device::kCuda, "post_call: not a CUDA backend");
+  static_cast<CudaBackend&>(cuda_backend).post(call);
+}
+}  // namespace cuda
 
 Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options) {
   CERA_ASSIGN_OR_RETURN(auto devices, ::cera::cuda::list_devices());

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ops/cuda/cuda_context.h"
+#include "ops/cuda/bind_device.h"
 
 #include "ops/cuda/dequant_ahead.h"
 
@@ -12,10 +13,20 @@ namespace cera::ops::cuda {
 
 namespace {
 constexpr uint64_t kStagingBytes = 4ull << 20;
+thread_local int t_bound_device = -1;  // the device bind_device last made current on this thread
+}  // namespace
+
+void bind_device(int device) {
+  if (t_bound_device != device) rebind_device(device);
+}
+
+void rebind_device(int device) {
+  CERA_CUDA_CHECK(cudaSetDevice(device));
+  t_bound_device = device;
 }
 
 CudaContext::CudaContext(int device) : device_(device) {
-  CERA_CUDA_CHECK(cudaSetDevice(device));
+  bind_device(device);
   cudaDeviceProp prop{};
   CERA_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   sm_count_ = prop.multiProcessorCount;

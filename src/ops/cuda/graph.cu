@@ -11,6 +11,7 @@
 #include "ops/cuda/gemm_rows.h"
 #include "ops/cuda/fused.h"
 #include "ops/cuda/graph.h"
+#include "ops/cuda/nccl_ops.h"
 #include "ops/cuda/profile.h"
 
 namespace cera::ops::cuda {
@@ -120,6 +121,8 @@ void write_call(SigWriter& w, const Call& c, const std::byte* arena) {
     case Verb::kMaskLogits:
       w.view(c.out); w.put(c.i[1].size(), true); w.array(c.i[0], arena); w.array(c.i[1], arena);
       break;
+    case Verb::kAllReduce: w.view(c.out); w.ptr(c.comm); break;
+    case Verb::kAllGatherCols: w.view(c.out); w.view(c.a); w.view(c.b); w.ptr(c.comm); break;
   }
 }
 
@@ -179,6 +182,8 @@ void execute(CudaContext& ctx, const Call& c) {
     case Verb::kMaskLogits:
       mask_logits(ctx, c.out, std::span(reinterpret_cast<const uint32_t*>(c.i[0].data()), c.i[0].size()), c.i[1]);
       break;
+    case Verb::kAllReduce: nccl_all_reduce(ctx, c.out, c.comm); break;
+    case Verb::kAllGatherCols: nccl_all_gather_cols(ctx, c.out, c.a, c.b, c.comm); break;
   }
 }
 

@@ -33,6 +33,7 @@ inline constexpr int kArenaSlots = 3;
 enum class Verb : uint8_t {
   kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention, kTopK,
   kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine, kEmbedIds, kMaskLogits, kLayerNorm, kActivation,
+  kAllReduce, kAllGatherCols,
 };
 
 // One verb call with its arguments by value. Views by verb: embed (out, a = table); embed_ids
@@ -48,6 +49,8 @@ enum class Verb : uint8_t {
 // Optional verbs: short_conv (out, a = bcx, b = kernel, c = state); moe_route (out = ids,
 // a = weights, b = logits, c = selection bias or null data, router without its bias pointer);
 // matmul_experts (out, a = experts, b = x, c = ids); moe_combine (out, a = expert_out, b = weights).
+// Tensor-parallel collectives (nccl_collective.h; comm = the rank's ncclComm_t): all_reduce
+// (out = x); all_gather_cols (out = whole, a = part, b = staging of n_ranks parts).
 struct Call {
   Verb verb = Verb::kScale;
   TensorView out, a, b, c;
@@ -59,7 +62,13 @@ struct Call {
   RouterParams router;
   int32_t n = 0;
   std::span<const int32_t> i[4];
+  const void* comm = nullptr;
 };
+
+// Queues a call on a CUDA backend (make_cuda_backend's) as its own verbs are: logged into its
+// graphs or run eagerly, in order on its stream. For verbs that live outside the Backend
+// interface (the collectives).
+void post_call(Backend& cuda_backend, const Call& call);
 
 // Runs one call through the op entries in ctx's current mode.
 void execute(CudaContext& ctx, const Call& call);

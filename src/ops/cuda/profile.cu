@@ -29,6 +29,8 @@ const char* verb_name(Verb v) {
     case Verb::kMatmulExperts: return "matmul_experts";
     case Verb::kMoeCombine: return "moe_combine";
     case Verb::kMaskLogits: return "mask_logits";
+    case Verb::kAllReduce: return "all_reduce";
+    case Verb::kAllGatherCols: return "all_gather_cols";
   }
   return "?";
 }
