@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "model/arch.h"
+#include "model/blocks/output_head.h"
 #include "model/hparams.h"
 
 namespace cera::model {
@@ -53,6 +54,8 @@ class RankThread {
       std::function<Status()> job = std::move(job_);
       job_ = nullptr;
       lock.unlock();
+      // A failed check inside a rank (a programming error) ends the process from here rather
+      // than leave the other ranks waiting in a collective for one that will not come.
       Status st = job();
       lock.lock();
       result_ = std::move(st);
@@ -111,6 +114,9 @@ Status TensorParallelModel::forward(const ForwardBatch& batch, std::span<const o
                             " layers, expected " + std::to_string(n_ranks) + " ranks x " +
                             std::to_string(n_layer));
   }
+  // What a rank could refuse alone is checked here, for all: a rank that returned early would
+  // leave the others waiting in their first collective.
+  CERA_RETURN_IF_ERROR(check_output_buffer(batch, logits, whole_.n_vocab, whole_.n_embd));
   const size_t per_seq = n_ranks * n_layer;
   if (batch.recurrent_state.size() % per_seq != 0) {
     return invalid_argument("tensor parallel: recurrent state views are not " +

@@ -1,13 +1,13 @@
 // Tensor parallelism without several GPUs (issue: "a test that runs the N shards ... against the
 // unsplit model's logits, for N = 2 and 4 on every architecture"). Each parity fixture (F32 GGUF)
 // is loaded as N rank models (LoadOptions::shard), each on its own backend (CERA_TEST_DEVICE: a
-// CPU backend, or all on GPU 0) and thread, joined by a HostCollectiveGroup: the ranks' attention, FFN / MoE and short-convolution outputs are
-// summed by the all-reduce, the vocabulary-split embedding too, and the logits gathered. Rank 0's
-// logits must match transformers' (logits.bin, TESTING.md oracle 3: max |delta| / max |logit| <
-// 1e-4, same argmax) and the unsplit model's (summation order is all that differs: < 1e-5), for
-// every sequence as one prompt batch and one token at a time (the decode path, the convolution
-// state carried step by step). Fixtures with 2 KV heads (1 for gemma3) at N = 4 exercise the
-// replicated KV heads of kv_head_shard.
+// CPU backend, or all on GPU 0) and thread, joined by a HostCollectiveGroup: the ranks' attention,
+// FFN / MoE and short-convolution outputs are summed by the all-reduce, the vocabulary-split
+// embedding too, and the logits gathered. Rank 0's logits must match transformers' (logits.bin,
+// TESTING.md oracle 3: max |delta| / max |logit| < 1e-4, same argmax) and the unsplit model's
+// (summation order is all that differs: < 1e-5), for every sequence as one prompt batch and one
+// token at a time (the decode path, the convolution state carried step by step). Fixtures with 2 KV
+// heads (1 for gemma3) at N = 4 exercise the replicated KV heads of kv_head_shard.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,10 +18,12 @@
 #include "convert/parity_fixture.h"
 #include "fixture_models.h"
 #include "logits_compare.h"
-#include "ops/cpu/host_collective.h"
 #include "model/model.h"
+#include "model/tensor_parallel.h"
 #include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/host_collective.h"
 #include "runtime/kv_cache.h"
+#include "stories_model.h"
 #include "test_device.h"
 #if defined(CERA_HAVE_CUDA)
 #include "ops/cuda/cuda_backend.h"
@@ -206,8 +208,47 @@ TEST_P(TensorParallel, ShardedRanksGiveTheUnsplitLogits) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallel, ::testing::ValuesIn(fixtures()),
                          [](const auto& info) { return info.param; });
 
-// What the test above leans on: the group's all-reduce is the plain sum in rank order on every
-// rank, and the gather puts rank r's columns at r * cols.
+// The whole-model wrapper refuses what one rank alone would (a logits buffer of the wrong size)
+// before any rank starts: a rank that returned early would leave the others in a collective.
+TEST(TensorParallelModel, RefusesABadBatchBeforeAnyRankRuns) {
+  auto file = format::GgufFile::open(test::stories_gguf());
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  std::vector<std::unique_ptr<ops::Backend>> owned;
+  model::TensorParallelRanks ranks;
+  for (int r = 0; r < 2; ++r) {
+    owned.push_back(ops::make_cpu_backend({.n_threads = 1}));
+    ranks.backends.push_back(owned.back().get());
+  }
+  ops::HostCollectiveGroup group(2, ranks.backends);
+  ranks.collectives = {&group.rank(0), &group.rank(1)};
+  auto m = model::load_tensor_parallel(*file, ranks, {.max_batch_tokens = 16});
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->ranks().size(), 2u);
+  auto cache = KvCache::create(**m, {.n_slots = 64, .block_size = 16});
+  ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+  EXPECT_EQ(cache->layers().size(),
+            2u * static_cast<size_t>((*m)->hparams().n_layer));  // every rank's
+  const SeqId seq = cache->new_sequence();
+  std::vector<int32_t> slots;
+  ASSERT_TRUE(cache->append(seq, 1, slots).ok());
+  const std::vector<int32_t> tokens = {1}, positions = {0}, token_seq = {0}, outputs = {0};
+  const std::vector<int32_t> offsets = {0, 1};
+  const model::ForwardBatch batch{.tokens = tokens,
+                                  .attention = {.positions = positions,
+                                                .token_seq = token_seq,
+                                                .block_tables = cache->block_table(seq),
+                                                .table_offset = offsets},
+                                  .kv_slots = slots,
+                                  .output_rows = outputs};
+  std::vector<float> short_logits(7);
+  const Status st = (*m)->forward(batch, cache->layers(), short_logits);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << st.to_string();
+  std::vector<float> logits(static_cast<size_t>((*m)->hparams().n_vocab));
+  EXPECT_TRUE((*m)->forward(batch, cache->layers(), logits).ok());  // and the ranks still run
+}
+
+// What the sharded-ranks test leans on: the group's all-reduce is the plain sum in rank order on
+// every rank, and the gather puts rank r's columns at r * cols.
 TEST(HostCollective, AllReduceSumsAndGatherConcatenatesInRankOrder) {
   constexpr int kRanks = 3;
   ops::HostCollectiveGroup group(kRanks);

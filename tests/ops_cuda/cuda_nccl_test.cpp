@@ -34,7 +34,8 @@ TEST(CudaNccl, OneRankCollectivesRunInOrderInsideTheGraphs) {
     cuda.download(got_x.data(), x.view);
     cuda.download(got_whole.data(), whole.view);
     EXPECT_EQ(got_x, xs) << "step " << step;  // x * 2, summed over one rank, / 2: exact
-    for (size_t i = 0; i < parts.size(); ++i) EXPECT_EQ(got_whole[i], 3.0f * parts[i]) << "step " << step << " " << i;
+    for (size_t i = 0; i < parts.size(); ++i)
+      EXPECT_EQ(got_whole[i], 3.0f * parts[i]) << "step " << step << " " << i;
   }
 }
 
@@ -45,7 +46,8 @@ TEST(CudaNccl, AGpuNamedTwiceIsRefused) {
   const int32_t devices[] = {0, 0};
   auto group = make_nccl_group(ranks, devices);
   ASSERT_FALSE(group.ok());
-  EXPECT_NE(group.status().message().find("both on CUDA device 0"), std::string::npos) << group.status().message();
+  EXPECT_NE(group.status().message().find("both on CUDA device 0"), std::string::npos)
+      << group.status().message();
 }
 
 }  // namespace
