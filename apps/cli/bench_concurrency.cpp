@@ -325,7 +325,7 @@ void bench_concurrency(const ModelOptions& model, const ConcurrencyBenchOptions&
   // The header first, flushed: a stdout that cannot be written stops the bench before it runs.
   stdout_print("model: {} ({}, {:.2f} GiB)\nbackend: {}, kv cache {}\n", model.model,
                f.get_or<std::string>("general.name", "?").value_or("?"), f.file_size() / 1073741824.0,
-               engine->backend().name(), dtype_name(engine->kv_type()));
+               engine->device_name(), dtype_name(engine->kv_type()));
   stdout_print("workload: {} requests submitted at once, each {} random prompt tokens ({} of them shared by all) + "
                "{} greedy tokens\nengine loop: max_running {}, max_batch_tokens {} (-b), n_ctx {}, KV pool {} tokens "
                "({:.1f} MiB)\n",

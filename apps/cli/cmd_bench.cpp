@@ -94,7 +94,7 @@ void bench(const BenchOptions& o) {
   // The header first, flushed: a stdout that cannot be written stops the bench before it runs.
   stdout_print("model: {} ({}, {:.2f} GiB, {:.1f} M parameters)\nbackend: {}, kv cache {}\n", o.model.model,
                f.get_or<std::string>("general.name", "?").value_or("?"), f.file_size() / 1073741824.0, params / 1e6,
-               engine->backend().name(), dtype_name(engine->kv_type()));
+               engine->device_name(), dtype_name(engine->kv_type()));
   stdout_flush();
   fail_if_stdout_failed();
   std::mt19937 rng(42);

@@ -132,7 +132,7 @@ class ChatLoop {
     const bool interactive = ::isatty(STDIN_FILENO) != 0;
     if (interactive) {
       fmt::print(stderr, "cera chat: {} on {}, context {} tokens (KV cache {:.1f} MiB). /help for commands.\n",
-                 options_.model.model, engine_.backend().name(), session_->n_ctx(),
+                 options_.model.model, engine_.device_name(), session_->n_ctx(),
                  loop_->kv_bytes().total() / 1048576.0);
     }
     if (!options_.first_message.empty()) {

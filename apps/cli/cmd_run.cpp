@@ -116,7 +116,7 @@ void run(const RunOptions& o) {
   const runtime::SessionStats& s = session->stats();
   fmt::print(stderr, "\n{}\nload:       {:8.1f} ms\nprompt:     {:8.1f} ms for {:5d} tokens ({:8.2f} tokens/s)\n"
              "generation: {:8.1f} ms for {:5d} tokens ({:8.2f} tokens/s), stopped by {}\n",
-             engine->backend().name(), engine->load_seconds() * 1e3, s.prompt_seconds * 1e3, s.n_prompt_tokens,
+             engine->device_name(), engine->load_seconds() * 1e3, s.prompt_seconds * 1e3, s.n_prompt_tokens,
              s.n_prompt_tokens / std::max(s.prompt_seconds, 1e-9), s.generation_seconds * 1e3, s.n_generated_tokens,
              s.n_generated_tokens / std::max(s.generation_seconds, 1e-9), runtime::stop_reason_name(result->reason));
   const runtime::KvBytes kv = loop->kv_bytes();

@@ -162,10 +162,10 @@ void serve(ServeOptions o) {
     fmt::print(stderr,
                "cera serve: ready: {} on {}, {} requests at once of up to {} tokens, KV pool {} tokens ({:.2f} GiB), "
                "queue {}\n",
-               served.id, engine->backend().name(), o.parallel, n_ctx, sl.kv_tokens, sl.kv_gib, o.max_queue);
+               served.id, engine->device_name(), o.parallel, n_ctx, sl.kv_tokens, sl.kv_gib, o.max_queue);
   } else {
     fmt::print(stderr, "cera serve: ready: {} on {}, an encoder: POST /v1/embeddings only, texts of up to {} tokens\n",
-               served.id, engine->backend().name(), o.model.batch);
+               served.id, engine->device_name(), o.model.batch);
   }
 
   {

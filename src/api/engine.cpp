@@ -158,6 +158,11 @@ Result<std::unique_ptr<model::Model>> Engine::load_tensor_parallel(const EngineO
   return model::load_tensor_parallel(file_, ranks, load);
 }
 
+std::string Engine::device_name() const {
+  const size_t ranks = model_->ranks().size();
+  return backend_->name() + (ranks > 1 ? ", " + std::to_string(ranks) + " tensor-parallel ranks" : "");
+}
+
 Result<std::unique_ptr<runtime::Session>> Engine::new_session(const runtime::SessionOptions& options) {
   runtime::SessionOptions o = options;
   o.kv_type = kv_type_;  // EngineOptions::kv_type decides for every session of the engine

@@ -60,7 +60,10 @@ class Engine {
   model::Model& model() { return *model_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
   const format::GgufFile& file() const { return file_; }
-  ops::Backend& backend() { return *backend_; }
+  ops::Backend& backend() { return *backend_; }  // rank 0's with tensor parallelism
+  // What the model runs on, for messages: the backend's name, and the rank count when it is split
+  // ("cuda (NVIDIA H200), 2 tensor-parallel ranks").
+  std::string device_name() const;
   double load_seconds() const { return load_seconds_; }
   // The KV cache element type sessions get: EngineOptions::kv_type resolved for the backend
   // (DType::kF32 or DType::kF16).

@@ -95,7 +95,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   info.architecture = metadata_string(file, "general.architecture");
   info.name = metadata_string(file, "general.name");
   if (info.name.empty()) info.name = std::filesystem::path(config.model_path).stem().string();
-  info.device = impl->engine->backend().name();
+  info.device = impl->engine->device_name();
   info.n_vocab = hp.n_vocab;
   info.n_embd = hp.n_embd;
   info.n_ctx_train = hp.n_ctx_train;
