@@ -6,8 +6,10 @@
 // margin is above 0.05, and give those four logits within 0.02 (single-term int8 activations miss
 // by up to ~0.4 on these models, docs/quality.md). Gemma 3's part also covers its sliding window
 // and sandwich norms, for which no transformers-built parity fixture exists. The same bounds hold
-// split over 2-4 tensor-parallel CPU ranks (uneven and replicated KV heads, quant blocks of the
-// split inputs kept whole), through the whole engine: Session, the per-rank KV cache, the ranks.
+// split over 2 and 4 tensor-parallel CPU ranks (uneven and replicated KV heads, quant blocks of
+// the split inputs kept whole), through the whole engine: Session, the per-rank KV cache, the
+// ranks. (SmolLM2 over 3 ranks and Gemma 3 over 2 passed too, 0.0023 and 0.0049; left out to keep
+// the sanitizer build's suite short.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -94,11 +96,10 @@ TEST_P(RealModelLogits, MatchTransformersFloat32) {
 INSTANTIATE_TEST_SUITE_P(Models, RealModelLogits,
                          ::testing::Values(RealModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"},
                                            RealModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"},
-                                           // 3 KV heads over 2 ranks: 2 + 1, unevenly; over 3: one each.
+                                           // 3 KV heads over 2 ranks: 2 + 1, unevenly.
                                            RealModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 2},
-                                           RealModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 3},
-                                           // 1 KV head, replicated on 2 and 4 ranks; Q4_K blocks of 256.
-                                           RealModel{"gemma3", "gemma-3-270m-q4_k_m.gguf", 2},
+                                           // 1 KV head replicated on 4 ranks; Q4_K/Q6_K inputs cut
+                                           // at 256-element blocks (one block a rank for O).
                                            RealModel{"gemma3", "gemma-3-270m-q4_k_m.gguf", 4}),
                          [](const auto& info) {
                            return std::string(info.param.name) +
