@@ -117,7 +117,10 @@ Result<ops::KvLayer> KvCache::allocate_layer(size_t rank, int64_t n_rows) {
   for (TensorView* side : {&layer.k, &layer.v}) {
     const auto elem = static_cast<int64_t>(dtype_type_size(kv_type_));  // F32 or F16 (checked in create)
     auto buf = backend.allocate(static_cast<uint64_t>(n_rows * width * elem));
-    if (!buf.ok()) return buf.status().with_context("KV cache of " + std::to_string(n_rows) + " tokens");
+    if (!buf.ok()) {
+      const std::string where = ranks_.size() > 1 ? " on tensor-parallel rank " + std::to_string(rank) : "";
+      return buf.status().with_context("KV cache of " + std::to_string(n_rows) + " tokens" + where);
+    }
     *side = (*buf)->view(kv_type_, {width, n_rows, 1, 1}, backend.device());
     storage_.push_back(std::move(buf).value());
   }

@@ -210,9 +210,12 @@ TEST_F(KvCacheRingFixture, CanShiftOnlyWhileTheRingHoldsTheKeptWindow) {
 class KvCacheShift : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(KvCacheShift, LogitsMatchAFreshRunOverTheKeptTokens) {
-  const bool ring = GetParam() == "gemma3_local";
+  // "<model>_tp2": split over 2 tensor-parallel ranks, each re-rotating its own heads' K.
+  const bool split = GetParam().ends_with("_tp2");
+  const bool ring = GetParam().starts_with("gemma3_local");
   auto engine = api::Engine::load({.model_path = ring ? fixture("gemma3_local") : test::stories_one_layer_gguf(),
-                                   .device = api::DeviceChoice::kCpu});
+                                   .device = api::DeviceChoice::kCpu,
+                                   .tensor_parallel = split ? 2 : 1});
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   ASSERT_EQ((*engine)->model().kv_geometry().sliding, ring ? std::vector<bool>{true} : std::vector<bool>{});
   struct Case {
@@ -251,7 +254,9 @@ TEST_P(KvCacheShift, LogitsMatchAFreshRunOverTheKeptTokens) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(OneLayer, KvCacheShift, ::testing::Values("gemma3_local", "stories_one_layer"),
+INSTANTIATE_TEST_SUITE_P(OneLayer, KvCacheShift,
+                         ::testing::Values("gemma3_local", "stories_one_layer", "gemma3_local_tp2",
+                                           "stories_one_layer_tp2"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
