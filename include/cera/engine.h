@@ -90,6 +90,9 @@ struct EngineConfig {
   int32_t max_parallel = 4;      // requests generating at once; more wait in a queue
   int32_t max_batch_tokens = 512;  // tokens per forward: prompt chunks; the longest text embed() takes
   KvType kv_type = KvType::kAuto;
+  // Tensor parallelism: the model split over this many ranks (CUDA: GPUs 0..N-1 through NCCL;
+  // CPU: backends sharing n_threads), each holding 1/N of the weights and KV cache; 1 to 8.
+  int32_t tensor_parallel = 1;
   // Bytes of weights loaded so far and in all (from the loading thread).
   std::function<void(uint64_t done, uint64_t total)> on_load_progress;
 };

@@ -103,6 +103,10 @@ Result<std::unique_ptr<model::Model>> Engine::load_tensor_parallel(const EngineO
   const int n = options.tensor_parallel;
   model::TensorParallelRanks ranks;
   if (backend_->device() == Device::kCpu) {
+    if (!options.devices.empty()) {
+      return invalid_argument("--devices names CUDA devices, but the model runs on the CPU (" + backend_->name() +
+                              "): use --device cuda, or --tensor-parallel N alone for CPU ranks");
+    }
     // The CPU ranks share the threads: each rank's backend computes its slice with its own pool.
     const int threads = options.n_threads > 0 ? options.n_threads : available_cores();
     const ops::CpuBackendOptions cpu{.n_threads = std::max(1, threads / n),

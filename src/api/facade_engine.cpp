@@ -31,6 +31,10 @@ std::optional<Error> check_config(const EngineConfig& c) {
     return invalid("max_batch_tokens " + std::to_string(c.max_batch_tokens) + " must be from 1 to " +
                    std::to_string(kMaxBatchTokens));
   }
+  if (c.tensor_parallel < 1 || c.tensor_parallel > api::kMaxTensorParallel) {
+    return invalid("tensor_parallel " + std::to_string(c.tensor_parallel) + " must be from 1 to " +
+                   std::to_string(api::kMaxTensorParallel));
+  }
   return std::nullopt;
 }
 
@@ -84,7 +88,8 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
                                    .n_threads = config.n_threads,
                                    .max_batch_tokens = config.max_batch_tokens,
                                    .kv_type = to_kv_type(config.kv_type),
-                                   .progress = config.on_load_progress});
+                                   .progress = config.on_load_progress,
+                                   .tensor_parallel = config.tensor_parallel});
   if (!engine.ok()) return to_error(engine);
   impl->engine = std::move(engine).value();
   impl->max_batch_tokens = config.max_batch_tokens;

@@ -35,6 +35,11 @@ TEST(CliRun, TensorParallelStoriesGreedyReproducesLlama2c) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("token_embd.weight' has 512 vocabulary rows, which do not divide among 3"), std::string::npos)
       << bad.err;
+  const CliResult devices = run_cera({"run", "-m", stories_gguf().string(), "-p", "", "-n", "8", "--device", "cpu",
+                                      "--devices", "0,1"});
+  EXPECT_NE(devices.exit_code, 0);
+  EXPECT_NE(devices.err.find("--devices names CUDA devices, but the model runs on the CPU"), std::string::npos)
+      << devices.err;
 }
 
 TEST(CliRun, MissingModelIsAClearError) {

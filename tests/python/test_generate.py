@@ -18,6 +18,15 @@ def test_greedy_equals_the_reference(stories):
     assert stories.info.architecture == "llama" and stories.info.generates
 
 
+def test_tensor_parallel_greedy_equals_the_reference(stories_gguf):
+    # Split over 2 CPU ranks (each with half the heads, FFN columns and vocabulary): the same text.
+    with cera.Engine(stories_gguf, device="cpu", tensor_parallel=2) as split:
+        assert "2 tensor-parallel ranks" in split.info.device
+        assert split.generate("", max_tokens=256, temperature=0).text == stories_reference()
+    with pytest.raises(cera.InvalidArgumentError, match="tensor_parallel 9 must be from 1 to 8"):
+        cera.Engine(stories_gguf, device="cpu", tensor_parallel=9)
+
+
 def test_streamed_pieces_make_up_the_reference(stories):
     stream = stories.generate("", max_tokens=256, temperature=0, stream=True)
     assert isinstance(stream, cera.Stream)

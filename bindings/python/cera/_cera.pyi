@@ -26,6 +26,7 @@ class EngineConfig:
     n_threads: int
     max_parallel: int
     max_batch_tokens: int
+    tensor_parallel: int
     kv_type: str
     def __init__(self) -> None: ...
 

@@ -40,6 +40,7 @@ class Engine:
         max_parallel: Optional[int] = None,
         max_batch_tokens: Optional[int] = None,
         kv_type: KvType = "auto",
+        tensor_parallel: Optional[int] = None,
     ) -> None:
         """Loads the GGUF file at `path`.
 
@@ -49,11 +50,14 @@ class Engine:
         max_parallel: requests generating at once (None: 4); more wait in a queue.
         max_batch_tokens: tokens per forward, and the longest text embed() takes (None: 512).
         kv_type: element type of the KV cache, "auto", "f32" or "f16".
+        tensor_parallel: ranks the model is split over (None: 1): CUDA GPUs 0..N-1, or CPU
+        backends sharing n_threads; each holds 1/N of the weights and of the KV cache.
         Raises NotFoundError (a FileNotFoundError) when there is no such file.
         """
         config = _cera.EngineConfig()
         _assign(config, model_path=os.fspath(path), device=device, kv_type=kv_type)
         _assign(config, n_ctx=n_ctx, n_threads=n_threads, max_parallel=max_parallel, max_batch_tokens=max_batch_tokens)
+        _assign(config, tensor_parallel=tensor_parallel)
         self._engine = _cera.Engine.load(config)
 
     @property
@@ -336,6 +340,7 @@ _WANTS = {
     "n_threads": "an int",
     "max_parallel": "an int",
     "max_batch_tokens": "an int",
+    "tensor_parallel": "an int",
     "max_tokens": "an int",
     "temperature": "a float",
     "top_k": "an int",

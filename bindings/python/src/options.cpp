@@ -100,6 +100,8 @@ void bind_engine_config(nb::module_& m) {
   int32_field(c, "max_parallel", &EngineConfig::max_parallel, "Requests generating at once; more wait in a queue.");
   int32_field(c, "max_batch_tokens", &EngineConfig::max_batch_tokens,
               "Tokens per forward: prompt chunks, and the longest text embed() takes.");
+  int32_field(c, "tensor_parallel", &EngineConfig::tensor_parallel,
+              "Ranks the model is split over (CUDA: GPUs 0..N-1; CPU: backends sharing n_threads); 1 to 8.");
   c.def_prop_rw(
       "kv_type", [](const EngineConfig& e) { return name_of(kKvTypes, e.kv_type); },
       [](EngineConfig& e, std::string_view v) { e.kv_type = parse("kv_type", kKvTypes, v); },
