@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ops/cuda/bind_device.h"
 #include "ops/cuda/cuda_backend.h"
@@ -247,6 +248,19 @@ class CudaBackend final : public Backend {
     c.i[0] = tokens;
     run(c);
   }
+  // The rows this rank holds, -1 for the others' tokens (the kernel writes them zero rows): one
+  // launch, no upload of zeros (the default body's, which would synchronize every step).
+  void embed_slice(const TensorView& out, const TensorView& table, std::span<const int32_t> tokens, int64_t first,
+                   float scale) override {
+    slice_rows_.resize(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const int64_t row = int64_t(tokens[i]) - first;
+      slice_rows_[i] = row >= 0 && row < table.rows() ? int32_t(row) : -1;
+    }
+    Call c{.verb = Verb::kEmbedSlice, .out = out, .a = table, .f = scale};
+    c.i[0] = slice_rows_;  // copied when the call is logged or run
+    run(c);
+  }
   void embed_ids(const TensorView& out, const TensorView& table, const TensorView& ids, float scale) override {
     run({.verb = Verb::kEmbedIds, .out = out, .a = table, .b = ids, .f = scale});
   }
@@ -350,6 +364,7 @@ class CudaBackend final : public Backend {
   }
 
   int device_;
+  std::vector<int32_t> slice_rows_;  // embed_slice's rows, reused
   CudaContext ctx_;
   std::shared_ptr<GraphRunner> runner_;  // shared with the Buffers (weakly), which flush it
   ReadbackRing readbacks_;

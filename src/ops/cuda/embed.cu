@@ -4,6 +4,7 @@
 // from device memory: embed stages the host's, embed_ids takes a device view's (pipelined decode
 // feeds the id top_k wrote), so an id the host never checked out of range gives a zero row.
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/embed_slice.h"
 #include "ops/cuda/quant_units.cuh"
 #include "ops/cuda/launch.cuh"
 
@@ -116,6 +117,13 @@ void embed(CudaContext& ctx, const TensorView& out, const TensorView& table, std
   for (int32_t id : tokens) CERA_CHECK_MSG(id >= 0 && id < table.rows(), "embed: token id out of range");
   const auto n_tokens = static_cast<int64_t>(tokens.size());
   embed_launch(ctx, out, table, n_tokens > 0 ? ctx.device_array(tokens) : nullptr, n_tokens, scale);
+}
+
+void embed_rows_or_zero(CudaContext& ctx, const TensorView& out, const TensorView& table,
+                        std::span<const int32_t> rows, float scale) {
+  for (int32_t r : rows) CERA_CHECK_MSG(r >= -1 && r < table.rows(), "embed_slice: row out of range");
+  const auto n_tokens = static_cast<int64_t>(rows.size());
+  embed_launch(ctx, out, table, n_tokens > 0 ? ctx.device_array(rows) : nullptr, n_tokens, scale);  // -1: a zero row
 }
 
 void embed_ids(CudaContext& ctx, const TensorView& out, const TensorView& table, const TensorView& ids,

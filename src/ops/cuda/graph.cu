@@ -11,6 +11,7 @@
 #include "ops/cuda/gemm_rows.h"
 #include "ops/cuda/fused.h"
 #include "ops/cuda/graph.h"
+#include "ops/cuda/embed_slice.h"
 #include "ops/cuda/nccl_ops.h"
 #include "ops/cuda/profile.h"
 
@@ -122,6 +123,7 @@ void write_call(SigWriter& w, const Call& c, const std::byte* arena) {
       w.view(c.out); w.put(c.i[1].size(), true); w.array(c.i[0], arena); w.array(c.i[1], arena);
       break;
     case Verb::kAllReduce: w.view(c.out); w.ptr(c.comm); break;
+    case Verb::kEmbedSlice: w.view(c.out); w.view(c.a); w.f32(c.f); w.put(c.i[0].size(), true); w.array(c.i[0], arena); break;
     case Verb::kAllGatherCols: w.view(c.out); w.view(c.a); w.view(c.b); w.ptr(c.comm); break;
   }
 }
@@ -183,6 +185,7 @@ void execute(CudaContext& ctx, const Call& c) {
       mask_logits(ctx, c.out, std::span(reinterpret_cast<const uint32_t*>(c.i[0].data()), c.i[0].size()), c.i[1]);
       break;
     case Verb::kAllReduce: nccl_all_reduce(ctx, c.out, c.comm); break;
+    case Verb::kEmbedSlice: embed_rows_or_zero(ctx, c.out, c.a, c.i[0], c.f); break;
     case Verb::kAllGatherCols: nccl_all_gather_cols(ctx, c.out, c.a, c.b, c.comm); break;
   }
 }
@@ -221,7 +224,9 @@ bool GraphRunner::recordable(const Call& c) const {
   // Serving batches (gemm_rows, up to 256 rows) are recorded like the GEMVs: a step of 64 rows
   // is ~450 launches, whose host cost eagerly was as large as the step's device time.
   if (c.verb == Verb::kMatmul) return matmul_path(c.a, c.b.rows()) != MatmulPath::kPrefill;
-  if (c.verb == Verb::kEmbed) return int64_t(c.i[0].size()) <= std::max(kGemvMaxTokens, rows_max());
+  if (c.verb == Verb::kEmbed || c.verb == Verb::kEmbedSlice) {
+    return int64_t(c.i[0].size()) <= std::max(kGemvMaxTokens, rows_max());
+  }
   if (c.verb == Verb::kEmbedIds) return c.b.n_elements() <= std::max(kGemvMaxTokens, rows_max());
   // Prompt batches group their rows by expert first; they run eagerly like the large matmuls.
   if (c.verb == Verb::kMatmulExperts) return c.c.rows() <= kGemvMaxTokens;

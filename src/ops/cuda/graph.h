@@ -33,7 +33,7 @@ inline constexpr int kArenaSlots = 3;
 enum class Verb : uint8_t {
   kEmbed, kMatmul, kRmsNorm, kRope, kGatedActivation, kAddScaled, kScale, kKvStore, kAttention, kTopK,
   kShortConv, kMoeRoute, kMatmulExperts, kMoeCombine, kEmbedIds, kMaskLogits, kLayerNorm, kActivation,
-  kAllReduce, kAllGatherCols,
+  kAllReduce, kAllGatherCols, kEmbedSlice,
 };
 
 // One verb call with its arguments by value. Views by verb: embed (out, a = table); embed_ids
@@ -50,7 +50,9 @@ enum class Verb : uint8_t {
 // a = weights, b = logits, c = selection bias or null data, router without its bias pointer);
 // matmul_experts (out, a = experts, b = x, c = ids); moe_combine (out, a = expert_out, b = weights).
 // Tensor-parallel collectives (nccl_collective.h; comm = the rank's ncclComm_t): all_reduce
-// (out = x); all_gather_cols (out = whole, a = part, b = staging of n_ranks parts).
+// (out = x); all_gather_cols (out = whole, a = part, b = staging of n_ranks parts). embed_slice
+// (out, a = table's rows of this rank, i[0] = the tokens' rows in it, -1 where another rank holds
+// the token: a zero row).
 struct Call {
   Verb verb = Verb::kScale;
   TensorView out, a, b, c;

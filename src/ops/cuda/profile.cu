@@ -31,6 +31,7 @@ const char* verb_name(Verb v) {
     case Verb::kMaskLogits: return "mask_logits";
     case Verb::kAllReduce: return "all_reduce";
     case Verb::kAllGatherCols: return "all_gather_cols";
+    case Verb::kEmbedSlice: return "embed_slice";
   }
   return "?";
 }
