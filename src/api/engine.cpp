@@ -152,7 +152,7 @@ Result<std::unique_ptr<model::Model>> Engine::load_tensor_parallel(const EngineO
     }
 #endif
   }
-  if (ranks.backends.empty()) {
+  if (ranks.backends.empty()) {  // the CPU ranks (the CUDA branch filled them for NCCL)
     ranks.backends.push_back(backend_.get());
     for (const auto& b : rank_backends_) ranks.backends.push_back(b.get());
   }
