@@ -30,6 +30,10 @@ if ! [[ -f $stamp && $(<"$stamp") == "$want" ]] || ! "$venv/bin/python" -c '' 2>
   echo "$want" >"$stamp"  # last, so a venv whose install failed is made again next time
 fi
 
+# The compiler the main build's CMake picks by default (cc/c++), not the one Python's sysconfig
+# names (g++), which scikit-build-core would pass on: ccache keys on the compiler's name, and with
+# g++ none of the library objects the release build just compiled were reused (CI: 10 hits of 150).
+export CC=${CC:-cc} CXX=${CXX:-c++}
 export CERA_CUDA=OFF CMAKE_GENERATOR=Ninja CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
 start=$SECONDS
 (cd "$root" && flock "$lock" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \

@@ -19,15 +19,35 @@ std::filesystem::path shared_dir() {
   return CERA_SHARED_DIR_DEFAULT;
 }
 
-std::filesystem::path binary_dir() { return CERA_BINARY_DIR; }
+std::filesystem::path binary_dir() {
+  return CERA_BINARY_DIR;
+}
+
+namespace {
+
+// The folder goes with the process that made it (ctest runs a process per test: ~800 folders a
+// run were left in /tmp otherwise). Only that process removes it: a forked child that exits
+// normally must not take its parent's files away.
+struct OwnedTempDir {
+  std::filesystem::path path;
+  pid_t owner;
+  OwnedTempDir()
+      : path(std::filesystem::temp_directory_path() / ("cera-test-" + std::to_string(::getpid()))),
+        owner(::getpid()) {
+    std::filesystem::create_directories(path);
+  }
+  ~OwnedTempDir() {
+    if (::getpid() != owner) return;
+    std::error_code ec;  // a destructor must not throw; what cannot be removed stays
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
 
 std::filesystem::path temp_dir() {
-  static const std::filesystem::path dir = [] {
-    auto p = std::filesystem::temp_directory_path() / ("cera-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(p);
-    return p;
-  }();
-  return dir;
+  static const OwnedTempDir dir;
+  return dir.path;
 }
 
 }  // namespace cera::test
