@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and benchmarks on the GPU machine in one call and writes a results table.
 #   scripts/cuda-check.sh [tests] [sanitize] [models] [bench] [eager] [bench8b] [profile] [moe] [parity] [gemv-ab] [chain]
+#                         [stream] [graph-gemm]
 #   (default: tests sanitize models bench; eager = 1B Q4_0 decode with CUDA graphs off; profile =
 #   per-verb device time of 8B and 1B Q4_0 prefill and decode; moe = synthetic lfm2-1.2b and
 #   qwen3-30b-a3b Q4_0 (~0.7 and ~17 GB) benchmarked against the 4.3 TB/s roofline; parity = the
 #   whole-model parity tests of every fixture on CUDA, CERA_TEST_DEVICE=cuda; gemv-ab = decode of the
 #   four benchmark shapes with the streaming GEMV never / where it pays / everywhere; chain = the
-#   8B Q4_0 layer GEMVs as one persistent launch against the product's chain, tools/cuda/gemv_chain_bench)
+#   8B Q4_0 layer GEMVs as one persistent launch against the product's chain, tools/cuda/gemv_chain_bench;
+#   stream = gemm_rows_stream's checks and decode A/B; graph-gemm = the prompt path recorded into graphs
+#   up to 256 rows, checks and the 256-row decode A/B)
 # Environment:
 #   CERA_BIN     folder with the `cera`, `test_ops_cuda` and `test_model` binaries (default build-cuda paths)
 #   CERA_LIB     extra shared-library folder (libfmt.so.9 when the binaries were built elsewhere)
@@ -206,6 +209,54 @@ for s in $sections; do
           "$CERA" bench -m "$f" --device cuda -p 0 -n 128 -r 3 --no-membw
         grep -E "^\| tg" "$OUT/$log" | sed "s/^/$shape $type stream=$1 ring=$2 /" | tee -a "$OUT/bench.md"
       done
+    done
+    ;;
+  stream)
+    # gemm_rows_stream (off by default until this section has run: gemm_rows.h): the serving-rows
+    # sweeps with it on (one and two blocks an SM, several token tiles up to 256 rows), memcheck,
+    # the kernel beside the direct kernels (gemm_bench) and 8B / 1B Q4_0 decode at 16 and 64 rows
+    # with it on and off (cera bench --concurrency, one run of each in this call).
+    CERA_CUDA_ROWS_STREAM=1 run "test_ops_cuda serving rows with gemm_rows_stream" tests-stream-rows.log \
+      "$TESTS" --gtest_filter='CudaMatmul.StreamRows*:CudaMatmul.Serving*:CudaGraph*' --gtest_brief=1
+    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_ROWS_STREAM=2 CERA_CUDA_ROWS_STREAM_MAX=256 \
+      run "test_ops_cuda serving rows with gemm_rows_stream, 2 blocks an SM, up to 256 rows (quick sweep)" \
+      tests-stream-rows2.log "$TESTS" --gtest_filter='CudaMatmul.StreamRows*:CudaGraph*' --gtest_brief=1
+    CERA_CUDA_TEST_QUICK=1 CERA_CUDA_ROWS_STREAM=1 CERA_CUDA_ROWS_STREAM_MAX=256 \
+      run "compute-sanitizer memcheck: gemm_rows_stream (quick sweep)" memcheck-stream.log \
+      compute-sanitizer --tool memcheck --error-exitcode 9 "$TESTS" --gtest_filter='CudaMatmul.StreamRows*' --gtest_brief=1
+    GEMM_BENCH=${CERA_BIN:+$CERA_BIN/gemm_bench}
+    if [ -x "${GEMM_BENCH:-}" ]; then
+      for v in 0 1 2; do
+        CERA_CUDA_ROWS_STREAM=$v "$GEMM_BENCH" --serving --types q4_0 --tokens 8,16,32,64 --reps 30 2>&1 |
+          grep "^| q4_0" | sed "s/^/stream=$v /" | tee -a "$OUT/bench.md"
+      done
+    fi
+    for shape in llama-8b llama-1b; do
+      f=$SYNTH_DIR/$shape-q4_0.gguf
+      [ -f "$f" ] || run "synth $shape q4_0" "synth-$shape-q4_0.log" "$CERA" synth --shape $shape --type q4_0 -o "$f"
+      for n in 16 64; do
+        for v in 0 1 2; do
+          CERA_CUDA_ROWS_STREAM=$v run "bench $shape q4_0 --concurrency $n stream=$v" "bench-$shape-c$n-s$v.log" \
+            "$CERA" bench -m "$f" --device cuda -c 512 -b 2048 --concurrency $n --prompt 128 --gen 128 -r 1 \
+            --roofline-gbs 4300 --roofline-tflops 790
+          grep -iE "decode" "$OUT/bench-$shape-c$n-s$v.log" | sed "s/^/$shape q4_0 c$n stream=$v /" | tee -a "$OUT/bench.md"
+        done
+      done
+    done
+    ;;
+  graph-gemm)
+    # The prompt path recorded into graphs up to 256 rows (CERA_CUDA_GRAPH_GEMM_ROWS, off by
+    # default until this section has run: cuda_ops.h): the graph tests with it, and 8B Q4_0 decode
+    # at 256 rows with it and without.
+    CERA_CUDA_GRAPH_GEMM_ROWS=256 CERA_CUDA_ROWS_MAX=16 run "test_ops_cuda graphs with the prompt path recorded" \
+      tests-graph-gemm.log "$TESTS" --gtest_filter='CudaGraph*:CudaMatmul.Serving*' --gtest_brief=1
+    f=$SYNTH_DIR/llama-8b-q4_0.gguf
+    [ -f "$f" ] || run "synth llama-8b q4_0" "synth-llama-8b-q4_0.log" "$CERA" synth --shape llama-8b --type q4_0 -o "$f"
+    for v in 0 256; do
+      CERA_CUDA_GRAPH_GEMM_ROWS=$v run "bench llama-8b q4_0 --concurrency 256 graph-gemm=$v" "bench-8b-c256-g$v.log" \
+        "$CERA" bench -m "$f" --device cuda -c 512 -b 2048 --concurrency 256 --prompt 128 --gen 128 -r 1 \
+        --roofline-gbs 4300 --roofline-tflops 790
+      grep -iE "decode" "$OUT/bench-8b-c256-g$v.log" | sed "s/^/llama-8b q4_0 c256 graph-gemm=$v /" | tee -a "$OUT/bench.md"
     done
     ;;
   bench | bench8b)

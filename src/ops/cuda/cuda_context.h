@@ -51,6 +51,7 @@ enum class ScratchKind : uint8_t {
   kAttnArrivals,  // attention's per-(head group, token) split counters (zeroed_scratch)
   kGemvQueues,    // the streaming GEMV's row-group queues, one slot a launch (zeroed_scratch)
   kGemmSplit,     // gemm_rows' split-K arrival counters, then its partial tiles (zeroed_scratch)
+  kRowsQueues,    // gemm_rows_stream's item queues, one slot a launch (zeroed_scratch)
   kCount,
 };
 
@@ -131,6 +132,7 @@ class CudaContext {
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;  // kCublasWorkspaceBytes, the handle's own (cuda_context.cu)
   int sm_count_ = 0;
   std::string device_name_;
   std::array<void*, size_t(ScratchKind::kCount)> scratch_{};

@@ -71,6 +71,16 @@ ActQ8 quantize_activations(CudaContext& ctx, const TensorView& x, int64_t act_bl
 bool gemv_takes_q8_0(const TensorView& weight, int64_t n_tokens);
 void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias);
+// Prompt-path matmuls (gemm: cuBLAS on f16 copies) of at most graphed_gemm_rows() rows are
+// recorded into graphs like the serving kernels (graph.cu): the decode steps of 129-256 rows ran
+// their ~600 launches eagerly, unfused. Larger prompt chunks stay eager: each size would be a new
+// graph. CERA_CUDA_GRAPH_GEMM_ROWS (at most 256), read once: 0 (never) by default until a GPU has
+// run the graph tests and the 256-row decode with it (written in a session without a device).
+// With it, the context's cuBLAS handle has a workspace of its own (cuda_context.cu), so captured
+// cuBLAS calls never allocate.
+int64_t graphed_gemm_rows();
+// May gemm() of this batch be recorded (the default cuBLAS path, at most graphed_gemm_rows() rows)?
+bool gemm_recordable(const TensorView& weight, int64_t n_tokens);
 // Called after a verb wrote `out`: drops the quantized-activation cache if out overlaps its input.
 void forget_overwritten_activations(CudaContext& ctx, const TensorView& out);
 // out[n, rows] += bias[n] broadcast over rows.

@@ -231,11 +231,15 @@ bool q8_consumer(const Call* m, const TensorView& v) {
          v.cols() % 32 == 0;
 }
 
-// The next call is a gemm_rows matmul of v that reads it as f16 (gemm_activations): the norm
-// writes that copy too, which saves the conversion's launch and pass.
+// The next call is a gemm_rows or recorded prompt-path matmul of v that reads it as f16
+// (gemm_activations): the norm writes that copy too, which saves the conversion's launch and pass.
 bool f16_consumer(const Call* m, const TensorView& v) {
-  return m != nullptr && m->verb == Verb::kMatmul && same_view(m->b, v) && m->a.dtype != DType::kBF16 &&
-         matmul_path(m->a, v.rows()) == MatmulPath::kRows && v.cols() % 8 == 0;
+  if (m == nullptr || m->verb != Verb::kMatmul || !same_view(m->b, v) || m->a.dtype == DType::kBF16 ||
+      m->a.dtype == DType::kF32 || v.cols() % 8 != 0) {
+    return false;
+  }
+  const MatmulPath path = matmul_path(m->a, v.rows());
+  return path == MatmulPath::kRows || (path == MatmulPath::kPrefill && gemm_recordable(m->a, v.rows()));
 }
 
 unsigned norm_threads(int64_t n) { return n >= 1024 ? 512 : (n >= 256 ? 256 : 32 * ceil_div(n, 32)); }  // as rms_norm

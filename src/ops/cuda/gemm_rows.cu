@@ -497,6 +497,7 @@ void gemm_rows_parts(CudaContext& ctx, const TensorView& x, std::span<const Rows
   CERA_CHECK_MSG(!parts.empty() && parts.size() <= size_t(kMaxGemvParts), "gemm_rows: 1 to 3 weights a launch");
   const TensorView& w0 = parts[0].weight;
   const int64_t n_in = w0.cols(), n_tokens = x.rows();
+  if (gemm_rows_stream_takes(w0, n_tokens)) return gemm_rows_stream_parts(ctx, x, parts);
   if (gemm_rows_direct_takes(w0.dtype, n_tokens)) return gemm_rows_direct_parts(ctx, x, parts);
   CERA_CHECK_MSG(n_tokens <= kRowsMaxLimit, "gemm_rows: more than 256 rows");
   CERA_CHECK_MSG(n_in % 8 == 0, "gemm_rows: the weight's rows are not a multiple of 8 elements");

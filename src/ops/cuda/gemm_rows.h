@@ -62,6 +62,17 @@ int rows_direct_ring();
 bool gemm_rows_direct_takes(DType dtype, int64_t n_tokens);
 void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts);
 
+// Q4_0 batches of at most rows_stream_max() rows (CERA_CUDA_ROWS_STREAM_MAX, at most 256; default
+// 64) whose rows are a multiple of 256 elements go to gemm_rows_stream.cu's persistent kernel (a
+// producer warp streams the weights by bulk copies into a ring that consumer warps decode into
+// tensor-core fragments), except under CERA_CUDA_BATCH_INVARIANT=1, when CERA_CUDA_ROWS_STREAM
+// turns it on: 1 or 2 resident blocks an SM; 0 (the default until it is measured on a GPU:
+// gemm_rows_stream.cu) leaves these batches to the direct kernels.
+int rows_stream_blocks();
+int64_t rows_stream_max();
+bool gemm_rows_stream_takes(const TensorView& weight, int64_t n_tokens);
+void gemm_rows_stream_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts);
+
 // The split-k scratch of both serving kernels (ScratchKind::kGemmSplit): arrival counters in a
 // region of fixed size that the kernels leave at zero, then `partial_floats` of partial tiles
 // (three times as many for a single weight: graph replay fuses up to three such calls into one

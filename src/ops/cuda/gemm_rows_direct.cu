@@ -114,14 +114,7 @@ __global__ void __launch_bounds__(kThreads, 3) gemm_rows_direct_kernel(const __g
   };
 
   float acc[2][kNN][4];
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-    for (int ni = 0; ni < kNN; ++ni) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][ni][e] = 0.0f;
-    }
-  }
+  zero_acc<kNN>(acc);
   // Superstep ls of the chunk in buffer buf (superstep_mma).
   auto compute = [&](const Raw& r, const uint4* buf, int ls) {
     __half2 d[2][2];
@@ -208,25 +201,11 @@ bool gemm_rows_direct_takes(DType dtype, int64_t n_tokens) {
   return dtype == DType::kQ4_0 && !batch_invariant() && n_tokens <= rows_direct_max();
 }
 
-void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts) {
-  CERA_CHECK_MSG(!parts.empty() && parts.size() <= size_t(kMaxGemvParts), "gemm_rows: 1 to 3 weights a launch");
-  const TensorView& w0 = parts[0].weight;
-  const int64_t n_in = w0.cols(), n_tokens = x.rows();
-  CERA_CHECK_MSG(w0.dtype == DType::kQ4_0 && n_in % 32 == 0, "gemm_rows_direct: Q4_0 weights only");
-  const int64_t n_blocks = n_in / 32;
-  bool ring_fits = true;
-  for (const RowsTarget& t : parts) ring_fits = ring_fits && t.weight.rows() * n_blocks + 8 < (int64_t{1} << 31);
-  const DirectKernel k = direct_kernel_for(n_tokens, ring_fits);
-  const int64_t m_tiles = (n_tokens + k.tokens - 1) / k.tokens;
-  const int64_t n_super = (n_blocks + 3) / 4;
-  // One wave of the kernel's resident blocks (the register kernel: three an SM, 64 KB of
-  // activations each; the ring kernels: gemm_rows_direct_ring.cu).
-  const SplitPlan plan = plan_splits(parts, {.tile_rows = kRowsBlock, .m_tiles = m_tiles, .k_steps = n_super,
-                                             .tile_floats = int64_t(kRowsBlock) * k.tokens,
-                                             .slots = k.blocks_sm * int64_t(ctx.sm_count())});
-  const void* xh = gemm_activations(ctx, x, false);
-  const SplitScratch scratch = split_scratch(ctx, plan.counters, plan.partial_floats, parts.size());
-  if (!ctx.launching()) return;
+namespace direct {
+
+DirectParams direct_params(std::span<const RowsTarget> parts, const SplitPlan& plan, const SplitScratch& scratch,
+                           const void* xh, int64_t n_tokens, int64_t m_tiles) {
+  const int64_t n_in = parts[0].weight.cols(), n_blocks = n_in / 32;
   DirectParams p{};
   p.n_parts = int(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -252,8 +231,33 @@ void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<con
   p.n_in = n_in;
   p.n_tokens = int(n_tokens);
   p.n_blocks = int(n_blocks);
-  p.n_super = int(n_super);
+  p.n_super = int((n_blocks + 3) / 4);
   p.m_tiles = int(m_tiles);
+  return p;
+}
+
+}  // namespace direct
+
+void gemm_rows_direct_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts) {
+  CERA_CHECK_MSG(!parts.empty() && parts.size() <= size_t(kMaxGemvParts), "gemm_rows: 1 to 3 weights a launch");
+  const TensorView& w0 = parts[0].weight;
+  const int64_t n_in = w0.cols(), n_tokens = x.rows();
+  CERA_CHECK_MSG(w0.dtype == DType::kQ4_0 && n_in % 32 == 0, "gemm_rows_direct: Q4_0 weights only");
+  const int64_t n_blocks = n_in / 32;
+  bool ring_fits = true;
+  for (const RowsTarget& t : parts) ring_fits = ring_fits && t.weight.rows() * n_blocks + 8 < (int64_t{1} << 31);
+  const DirectKernel k = direct_kernel_for(n_tokens, ring_fits);
+  const int64_t m_tiles = (n_tokens + k.tokens - 1) / k.tokens;
+  const int64_t n_super = (n_blocks + 3) / 4;
+  // One wave of the kernel's resident blocks (the register kernel: three an SM, 64 KB of
+  // activations each; the ring kernels: gemm_rows_direct_ring.cu).
+  const SplitPlan plan = plan_splits(parts, {.tile_rows = kRowsBlock, .m_tiles = m_tiles, .k_steps = n_super,
+                                             .tile_floats = int64_t(kRowsBlock) * k.tokens,
+                                             .slots = k.blocks_sm * int64_t(ctx.sm_count())});
+  const void* xh = gemm_activations(ctx, x, false);
+  const SplitScratch scratch = split_scratch(ctx, plan.counters, plan.partial_floats, parts.size());
+  if (!ctx.launching()) return;
+  const DirectParams p = direct_params(parts, plan, scratch, xh, n_tokens, m_tiles);
   launch(ctx.stream(), k.kernel, unsigned(plan.blocks), kThreads, k.smem, p);
   CERA_CUDA_LAUNCHED();
 }

@@ -1,7 +1,8 @@
-// What gemm_rows_direct.cu's two Q4_0 serving kernels share (internal to it and
-// gemm_rows_direct_ring.cu): the launch parameters, the block shape, the decode of a Q4_0 code
-// pair, the activations' shared-memory order and the epilogue (split-k fix-up and stores), so
-// that both kernels sum in the same order and store the same bits for the same split plan.
+// What the Q4_0 serving kernels share (gemm_rows_direct.cu, gemm_rows_direct_ring.cu and
+// gemm_rows_stream.cu): the launch parameters, the block shape, the work decomposition, the
+// decode of a Q4_0 code pair, the activations' shared-memory order and the epilogue (split-k
+// fix-up and stores), so that they sum in the same order and store the same bits for the same
+// split plan.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -9,7 +10,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include <span>
+
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/gemm_rows.h"
 #include "ops/cuda/mma.cuh"
 
 namespace cera::ops::cuda::direct {
@@ -39,6 +43,11 @@ struct DirectParams {
   int n_tokens, n_blocks, n_super, m_tiles;  // n_blocks: Q4_0 blocks a row; n_super: supersteps a row
 };
 
+// A launch's parameters from its split plan (parts' outputs, weights' regions, scratch) and the
+// activations xh (f16, [n_tokens][n_in]): gemm_rows_direct.cu.
+DirectParams direct_params(std::span<const RowsTarget> parts, const SplitPlan& plan, const SplitScratch& scratch,
+                           const void* xh, int64_t n_tokens, int64_t m_tiles);
+
 // A kernel of either kind as the launcher sees it.
 struct DirectKernel {
   void (*kernel)(DirectParams);
@@ -51,25 +60,43 @@ struct DirectKernel {
 // its shared-memory limit raised and its occupancy read once (gemm_rows_direct_ring.cu).
 DirectKernel direct_ring_kernel_for(int64_t n_tokens, int ring);
 
-// Where this block works: its part, weight-row tile, token tile and superstep range.
+// Where work item `index` lies (a block of the direct kernels; a queue item of the stream
+// kernel, gemm_rows_stream.cu): its part, weight-row tile, token tile and range of k steps
+// (`steps` a row: supersteps, or the stream kernel's stages), the parts' items one after another
+// from first_block, token tiles innermost.
 struct BlockWork {
   int pi, m_tile, n_tile, split, m0, n0, s0, n_s;
 };
-__device__ __forceinline__ BlockWork block_work(const DirectParams& p, int token_tile) {
+__device__ __forceinline__ BlockWork work_of(const DirectParams& p, int token_tile, int index, int steps) {
   BlockWork w;
   w.pi = 0;
 #pragma unroll
-  for (int i = 1; i < kMaxGemvParts; ++i) w.pi += i < p.n_parts && int(blockIdx.x) >= p.part[i].first_block;
+  for (int i = 1; i < kMaxGemvParts; ++i) w.pi += i < p.n_parts && index >= p.part[i].first_block;
   const DirectPart& P = p.part[w.pi];
-  const int local = int(blockIdx.x) - P.first_block;
+  const int local = index - P.first_block;
   w.m_tile = local % p.m_tiles;
   w.n_tile = local / p.m_tiles % P.n_tiles;
   w.split = local / p.m_tiles / P.n_tiles;
   w.m0 = w.m_tile * token_tile;
   w.n0 = w.n_tile * kRowsBlock;
-  w.s0 = int(int64_t(p.n_super) * w.split / P.n_splits);
-  w.n_s = int(int64_t(p.n_super) * (w.split + 1) / P.n_splits) - w.s0;
+  w.s0 = int(int64_t(steps) * w.split / P.n_splits);
+  w.n_s = int(int64_t(steps) * (w.split + 1) / P.n_splits) - w.s0;
   return w;
+}
+__device__ __forceinline__ BlockWork block_work(const DirectParams& p, int token_tile) {
+  return work_of(p, token_tile, int(blockIdx.x), p.n_super);
+}
+
+template <int kNN>
+__device__ __forceinline__ void zero_acc(float (&acc)[2][kNN][4]) {
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int ni = 0; ni < kNN; ++ni) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][ni][e] = 0.0f;
+    }
+  }
 }
 
 // Q4_0 codes c (two per half, at bits 0-3 and 16-19) to the f16 pair (c - 8) d: 1024 + c by
@@ -93,14 +120,11 @@ __device__ __forceinline__ int x_piece(int t, int j, int p) {
   return t * (kKC / 8) + 4 * j + (p ^ ((((j >> 1) & 1) << 1) | (t & 1)));
 }
 
-// Accumulator (mt, ni) of warp `warp`: e 0, 1 at weight row g, tokens 2c, 2c+1 of n8 tile ni;
-// e 2, 3 at row g+8. With splits, every block stores its partial tile and the last block of a
-// tile to arrive adds the splits in split order (deterministic), then stores (+ bias).
 // One superstep of one lane: its quad's block j of its four weight rows (rows g, g + 8 of both
 // m16 tiles: codes q, scales d) times tokens 8 ni + g of the activations' chunk `buf`, added to
 // acc. 8 k16 steps (word w of the code words, low then high nibbles): step (hb, w) takes
-// elements 16 hb + 4 w + {0, 2 | 1, 3} of the block. Both kernels sum through this, so their
-// k order is one.
+// elements 16 hb + 4 w + {0, 2 | 1, 3} of the block. Every Q4_0 serving kernel (the direct
+// ones and gemm_rows_stream.cu) sums through this, so their k order is one.
 template <int kNN, int kKC>
 __device__ __forceinline__ void superstep_mma(const uint4 (&q)[2][2], const __half2 (&d)[2][2], const uint4* buf,
                                               int j, int g, float (&acc)[2][kNN][4]) {
@@ -137,35 +161,33 @@ __device__ __forceinline__ void superstep_mma(const uint4 (&q)[2][2], const __ha
   }
 }
 
+// A warp's partial tile of split `split` (kAcc floats a lane, in accumulator order) to the split
+// scratch, and the sum of a tile's splits in split order (deterministic) from it.
 template <int kNN>
-__device__ __forceinline__ void direct_epilogue(const DirectParams& p, const BlockWork& w, float (&acc)[2][kNN][4]) {
-  constexpr int kTT = 8 * kNN;
-  constexpr int kAcc = 2 * kNN * 4;
+__device__ __forceinline__ float* partial_at(const DirectParams& p, const BlockWork& w, int split, int warp) {
   const DirectPart& P = p.part[w.pi];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
+  const int tile = w.n_tile * p.m_tiles + w.m_tile, tiles = P.n_tiles * p.m_tiles;
+  return P.partial + (int64_t(split) * tiles + tile) * (int64_t(kRowsBlock) * 8 * kNN) + warp * (2 * kNN * 4) * 32;
+}
+template <int kNN>
+__device__ __forceinline__ void sum_splits(const DirectParams& p, const BlockWork& w, int warp, int lane,
+                                           float (&acc)[2][kNN][4]) {
   float* flat = &acc[0][0][0];
-  if (P.n_splits > 1) {
-    __shared__ int last;
-    const int tile = w.n_tile * p.m_tiles + w.m_tile, tiles = P.n_tiles * p.m_tiles;
-    const int64_t tile_floats = int64_t(kRowsBlock) * kTT;
-    float* dst = P.partial + (int64_t(w.split) * tiles + tile) * tile_floats + warp * kAcc * 32;
+  zero_acc<kNN>(acc);
+  for (int z = 0; z < p.part[w.pi].n_splits; ++z) {
+    const float* src = partial_at<kNN>(p, w, z, warp);
 #pragma unroll
-    for (int i = 0; i < kAcc; ++i) dst[i * 32 + lane] = flat[i];
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(&P.arrivals[tile], 1) == P.n_splits - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) flat[i] = 0.0f;
-    for (int z = 0; z < P.n_splits; ++z) {
-      const float* src = P.partial + (int64_t(z) * tiles + tile) * tile_floats + warp * kAcc * 32;
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) flat[i] += __ldcg(src + i * 32 + lane);
-    }
-    if (tid == 0) P.arrivals[tile] = 0;  // for the next launch (which waits for this grid)
+    for (int i = 0; i < 2 * kNN * 4; ++i) flat[i] += __ldcg(src + i * 32 + lane);
   }
+}
+
+// The warp's accumulators (mt, ni): e 0, 1 at weight row g, tokens 2c, 2c+1 of n8 tile ni; e 2, 3
+// at row g+8; stored (+ bias) where the row and token exist.
+template <int kNN>
+__device__ __forceinline__ void store_acc(const DirectParams& p, const BlockWork& w, int warp, int lane,
+                                          const float (&acc)[2][kNN][4]) {
+  const DirectPart& P = p.part[w.pi];
+  const int g = lane >> 2, c = lane & 3;
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
@@ -183,6 +205,39 @@ __device__ __forceinline__ void direct_epilogue(const DirectParams& p, const Blo
       }
     }
   }
+}
+
+// The barrier of the kThreads threads that compute a tile: the whole block in the direct
+// kernels; the stream kernel passes a named barrier of its consumer warps.
+struct BlockSync {
+  __device__ __forceinline__ void operator()() const { __syncthreads(); }
+};
+
+// The end of a tile (threads 0 .. kThreads - 1): with splits, each stores its partial tile and
+// the last of a tile's splits to arrive adds them in split order, then stores.
+template <int kNN, typename Sync = BlockSync>
+__device__ __forceinline__ void direct_epilogue(const DirectParams& p, const BlockWork& w, float (&acc)[2][kNN][4],
+                                                Sync sync = {}) {
+  constexpr int kAcc = 2 * kNN * 4;
+  const DirectPart& P = p.part[w.pi];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (P.n_splits > 1) {
+    __shared__ int last;
+    const int tile = w.n_tile * p.m_tiles + w.m_tile;
+    float* dst = partial_at<kNN>(p, w, w.split, warp);
+    const float* flat = &acc[0][0][0];
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) dst[i * 32 + lane] = flat[i];
+    __threadfence();
+    sync();
+    if (tid == 0) last = atomicAdd(&P.arrivals[tile], 1) == P.n_splits - 1;
+    sync();
+    if (!last) return;
+    __threadfence();
+    sum_splits<kNN>(p, w, warp, lane, acc);
+    if (tid == 0) P.arrivals[tile] = 0;  // for the next launch (which waits for this grid)
+  }
+  store_acc<kNN>(p, w, warp, lane, acc);
 }
 
 }  // namespace cera::ops::cuda::direct

@@ -134,14 +134,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksSM) gemm_rows_ring_kernel(con
   };
 
   float acc[2][kNN][4];
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-    for (int ni = 0; ni < kNN; ++ni) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][ni][e] = 0.0f;
-    }
-  }
+  zero_acc<kNN>(acc);
   // Superstep ls of the chunk in buffer buf, from stage st: the register kernel's product
   // (direct::superstep_mma) on the codes and scales read from the stage.
   auto compute = [&](const uint8_t* st, bool in, const uint4* buf, int ls) {

@@ -220,14 +220,18 @@ void GraphRunner::clear_entries() {
 }
 
 bool GraphRunner::recordable(const Call& c) const {
-  // Prompt batches (the cuBLAS path) run eagerly: they are GPU-bound and cuBLAS may allocate.
-  // Serving batches (gemm_rows, up to 256 rows) are recorded like the GEMVs: a step of 64 rows
-  // is ~450 launches, whose host cost eagerly was as large as the step's device time.
-  if (c.verb == Verb::kMatmul) return matmul_path(c.a, c.b.rows()) != MatmulPath::kPrefill;
-  if (c.verb == Verb::kEmbed || c.verb == Verb::kEmbedSlice) {
-    return int64_t(c.i[0].size()) <= std::max(kGemvMaxTokens, rows_max());
+  // Serving batches are recorded: gemm_rows and the GEMVs (a step of 64 rows is ~450 launches,
+  // whose host cost eagerly was as large as the step's device time, and replay fuses the norms,
+  // adds and RoPE around the matmuls), and the prompt path (cuBLAS on f16 copies, its own
+  // workspace) up to graphed_gemm_rows() rows, where the decode steps of 129-256 rows go (off by
+  // default: cuda_ops.h). Longer prompt chunks run eagerly: GPU-bound, and each size would be a
+  // graph of its own.
+  if (c.verb == Verb::kMatmul) {
+    return matmul_path(c.a, c.b.rows()) != MatmulPath::kPrefill || gemm_recordable(c.a, c.b.rows());
   }
-  if (c.verb == Verb::kEmbedIds) return c.b.n_elements() <= std::max(kGemvMaxTokens, rows_max());
+  const int64_t graphed_rows = std::max({kGemvMaxTokens, rows_max(), graphed_gemm_rows()});
+  if (c.verb == Verb::kEmbed || c.verb == Verb::kEmbedSlice) return int64_t(c.i[0].size()) <= graphed_rows;
+  if (c.verb == Verb::kEmbedIds) return c.b.n_elements() <= graphed_rows;
   // Prompt batches group their rows by expert first; they run eagerly like the large matmuls.
   if (c.verb == Verb::kMatmulExperts) return c.c.rows() <= kGemvMaxTokens;
   return true;

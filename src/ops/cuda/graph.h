@@ -14,7 +14,8 @@
 // the next forward must not wait for the forward still running.
 // Decision: logging (rather than capturing every forward) is what removes the host cost: a hit
 // costs validation + a signature compare + one cudaGraphLaunch. Replay also fuses call patterns
-// (fused.h) that the eager API cannot see. Batches that reach cuBLAS run eagerly, uncaptured.
+// (fused.h) that the eager API cannot see. Prompt-path (cuBLAS) batches run eagerly, except up to
+// graphed_gemm_rows() rows (cuda_ops.h; off by default).
 // Measured on the H200 (docs/benchmarks/cuda.md): 1B Q4_0 decode 591 t/s eager -> 939 with graphs
 // and the fusions, same run; 8B Q4_0 237 -> 307.
 #pragma once

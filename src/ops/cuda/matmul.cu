@@ -196,10 +196,23 @@ const void* gemm_activations(CudaContext& ctx, const TensorView& x, bool bf16) {
   return xh;
 }
 
+int64_t graphed_gemm_rows() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("CERA_CUDA_GRAPH_GEMM_ROWS");
+    if (e == nullptr || *e == '\0') return int64_t{0};  // off until measured on a GPU (cuda_ops.h)
+    return std::clamp<int64_t>(std::atoll(e), 0, 256);
+  }();
+  return v;
+}
+
+bool gemm_recordable(const TensorView& weight, int64_t n_tokens) {
+  return n_tokens <= graphed_gemm_rows() && (cublas_gemm_forced() || !gemm_q_supports(weight));
+}
+
 void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, const TensorView& x,
           const TensorView* bias) {
-  // graph.cu never records a cuBLAS-sized matmul; it runs such segments eagerly.
-  CERA_CHECK_MSG(ctx.mode() != OpMode::kRecord, "gemm: not recordable");
+  // graph.cu records only the batches gemm_recordable() takes and runs larger ones eagerly.
+  CERA_CHECK_MSG(ctx.mode() != OpMode::kRecord || gemm_recordable(weight, x.rows()), "gemm: not recordable");
   if (!cublas_gemm_forced() && gemm_q_supports(weight)) {
     gemm_q(ctx, out, weight, x, bias);
     return;
@@ -209,25 +222,40 @@ void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
   const int ldc = int(out.stride() / 4);
   if (weight.dtype == DType::kF32) {
     // Plain float32 (no TF32): F32 weights are the exactness case (tiny models, tests).
-    CERA_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n_out), int(n_tokens), int(n_in),
-                                  &alpha, reinterpret_cast<const float*>(weight.data), int(weight.stride() / 4),
-                                  reinterpret_cast<const float*>(x.data), int(x.stride() / 4), &beta,
-                                  reinterpret_cast<float*>(out.data), ldc));
+    if (ctx.launching()) {
+      CERA_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n_out), int(n_tokens), int(n_in),
+                                    &alpha, reinterpret_cast<const float*>(weight.data), int(weight.stride() / 4),
+                                    reinterpret_cast<const float*>(x.data), int(x.stride() / 4), &beta,
+                                    reinterpret_cast<float*>(out.data), ldc));
+    }
   } else {
     const bool bf16 = weight.dtype == DType::kBF16;
     const void* xh = gemm_activations(ctx, x, bf16);
     const void* wh = weight.data;
     int lda = int(weight.stride() / 2);
     const bool quantized = dtype_block_size(weight.dtype) != 1;
-    if (quantized) {
+    // Eagerly the copy comes from DequantAhead (made one GEMM ahead on its side stream). A graph
+    // makes its own in the kGemmWeight scratch, in stream order before the GEMM: the copies
+    // ahead are ordered by events across streams and guessed from the eager order, and a replay
+    // must not depend on what a buffer held when it was captured (measured at 256 rows of 8B
+    // Q4_0, the copies ahead saved 1 %: docs/benchmarks/serving_batch_h200.md).
+    const bool ahead = quantized && ctx.mode() == OpMode::kEager;
+    if (ahead) {
       wh = ctx.dequant_ahead().acquire(ctx.stream(), weight, dequantize_f16);
+      lda = int(n_in);
+    } else if (quantized) {
+      auto* copy = static_cast<__half*>(ctx.scratch(ScratchKind::kGemmWeight, uint64_t(n_out * n_in) * 2));
+      if (ctx.launching()) dequantize_f16(ctx.stream(), weight, copy);
+      wh = copy;
       lda = int(n_in);
     }
     const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
-    CERA_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n_out), int(n_tokens), int(n_in), &alpha,
-                                   wh, type, lda, xh, type, int(n_in), &beta, out.data, CUDA_R_32F, ldc,
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    if (quantized) ctx.dequant_ahead().release(ctx.stream(), dequantize_f16);
+    if (ctx.launching()) {
+      CERA_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(n_out), int(n_tokens), int(n_in),
+                                     &alpha, wh, type, lda, xh, type, int(n_in), &beta, out.data, CUDA_R_32F, ldc,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+    if (ahead) ctx.dequant_ahead().release(ctx.stream(), dequantize_f16);
   }
   if (bias != nullptr) add_bias(ctx, out, reinterpret_cast<const float*>(bias->data));
 }

@@ -1,0 +1,340 @@
+// gemm_rows' streaming kernel for Q4_0 weights at serving batches (gemm_rows.h:
+// gemm_rows_stream_parts): out[t][o] = sum_k x[t][k] W[o][k] (+ bias[o]), the weight as the A
+// operand of mma.sync m16n8k16, through the same fragments, k order and decode as
+// gemm_rows_direct (direct::superstep_mma), but fed by a producer warp.
+//
+// The one decision: the blocks are persistent (as many as are resident at once) and take work
+// items from a queue; a producer warp per block streams each item's weights into a ring of
+// shared-memory stages with bulk asynchronous copies (one per weight row and field, 128 bytes of
+// codes and 16 of scales a row a stage) and the activations with cp.async, completing on
+// mbarriers, and runs on into the next item without a break, while 4 consumer warps (32 weight
+// rows each) decode and multiply. Why: the direct kernels launch one block per (row tile, token
+// tile, k split), each ~3-11 supersteps long, so every block pays the DRAM latency of its first
+// stage and its epilogue with nothing in flight, the blocks come in 1.6-3.4 waves of ~400 slots
+// (a last partial wave), and each warp reads 64 bytes of 32 rows a superstep; at 16 rows the 8B
+// gate/up weights streamed at 1.4-1.6 TB/s (docs/benchmarks/serving_batch_h200.md). Here the
+// ring never drains between items, the queue ends the launch within one item of balance, and a
+// row is read 128 contiguous bytes at a time.
+// Items: (weight, 128-row tile, token tile, k split); a token tile is 8, 16, 32 or 64 tokens (one
+// tile up to 64 rows: the weights are read and decoded once). k splits are the direct kernels'
+// fix-up (partials in split_scratch, the last to arrive adds them in split order), per warp.
+// Shapes it takes: Q4_0 rows of a multiple of 256 elements (a stage is 8 blocks of every row; the
+// scale copies are then 16-byte aligned).
+// Status: written and compiled (ptxas, CUDA 13.0, sm_90a: 72 / 117 / 162 / 255 registers at 8 /
+// 16 / 32 / 64-token tiles, no spills), not yet run on a GPU: no device machine was lent in the
+// session that wrote it. Off by default (CERA_CUDA_ROWS_STREAM=1 or 2 turns it on) until
+// scripts/cuda-check.sh's `stream` section has checked it and the decode tables have measured it.
+#include <algorithm>
+#include <cstdlib>
+#include <span>
+
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/gemm_rows.h"
+#include "ops/cuda/gemm_rows_direct.cuh"
+#include "ops/cuda/gemv_stream.cuh"
+#include "ops/cuda/mma.cuh"
+#include "ops/cuda/weight_layout.h"
+
+namespace cera::ops::cuda {
+namespace rows_stream {
+namespace {
+
+using namespace mma;
+using namespace direct;
+using gemv_stream::bulk_copy;
+using gemv_stream::evict_first_policy;
+using gemv_stream::mbar_arrive;
+using gemv_stream::mbar_arrive_expect_tx;
+using gemv_stream::mbar_fence_init;
+using gemv_stream::mbar_init;
+using gemv_stream::mbar_wait;
+
+constexpr int kConsumers = kWarps;                 // consumer warps, 32 weight rows each
+constexpr int kGroupRows = kRowsBlock;             // weight rows of an item (128)
+constexpr int kStreamThreads = (kConsumers + 1) * 32;    // + the producer warp
+constexpr int kStageBlocks = 8;                    // Q4_0 blocks of a row a stage (2 supersteps)
+constexpr int kStageK = kStageBlocks * 32;         // 256
+// A row's codes at a stride of 192 bytes: the 8 lanes of a phase of a 16-byte load read rows g
+// and g + 1 (64 bytes each), which then lie in opposite halves of the banks.
+constexpr int kCodeStride = kStageBlocks * 16 + 64;
+constexpr int kCodeBytes = kGroupRows * kCodeStride;  // 24,576
+constexpr int kScaleStride = kStageBlocks * 2;        // 16: 8 rows of a load's lanes, 8 bank groups
+constexpr int kScaleBytes = kGroupRows * kScaleStride;  // 2,048
+constexpr uint32_t kWeightTx = kGroupRows * kStageBlocks * (16 + 2);  // bulk bytes a stage
+constexpr int kMaxStages = 12;
+constexpr int kHeaderBytes = 384;  // full[kMaxStages], empty[kMaxStages] mbarriers, then the item headers
+static_assert(kMaxStages * (8 + 8 + 8) <= kHeaderBytes);
+constexpr int kQueueSlots = 512;  // a launch's queue: slot = launch ordinal % kQueueSlots
+constexpr size_t kMaxSmem = 227 * 1024;
+
+template <int kTT>
+constexpr int stage_bytes() {
+  return kCodeBytes + kScaleBytes + kTT * kStageK * 2;
+}
+
+// The direct kernels' parameters (d: parts, activations, token tiles; part[i].first_block is
+// the part's first item) and the stream's own.
+struct StreamParams {
+  DirectParams d;
+  int n_items;       // the launch's items
+  int n_stages_row;  // stages of a whole row (n_blocks / kStageBlocks)
+  int n_stages;      // the ring's depth
+  uint32_t stage_bytes;
+  int32_t* queue;    // [2]: next item, blocks done; zero between launches
+};
+
+template <int kTT>
+__device__ __forceinline__ BlockWork item_of(const StreamParams& p, int it) {
+  return work_of(p.d, kTT, it, p.n_stages_row);
+}
+
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
+
+// The producer warp: items from the queue (a block's first is its own), each stage's weights by
+// bulk copies and its activations by cp.async (x_piece order, tokens past n_tokens as zeros),
+// then a header with item -1 (consumers stop there). full[s] completes when lane 0's expected
+// bytes have landed and every lane's cp.async arrival has come (33 arrivals).
+template <int kTT>
+__device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, uint64_t* full, uint64_t* empty,
+                                        int2* header) {
+  const int lane = threadIdx.x & 31;
+  const uint64_t policy = evict_first_policy();
+  int item = int(blockIdx.x);
+  // The weights of the first item's first stages into L2 before the PDL wait: no kernel writes
+  // them (launch.cuh); the activations are the previous kernel's output.
+  if (item < p.n_items) {
+    const BlockWork w = item_of<kTT>(p, item);
+    const DirectPart& P = p.d.part[w.pi];
+    const int n = min(w.n_s, p.n_stages);
+    for (int r = lane; r < kGroupRows; r += 32) {
+      const int64_t b = int64_t(min(w.n0 + r, P.n_out - 1)) * p.d.n_blocks + int64_t(w.s0) * kStageBlocks;
+      prefetch_l2(P.qs + b, uint32_t(n * kStageBlocks * 16));
+      prefetch_l2(P.d + b, uint32_t(n * kStageBlocks * 2));
+    }
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  for (int64_t k = 0;;) {
+    if (item >= p.n_items) {
+      const int s = int(k % p.n_stages);
+      if (k >= p.n_stages) mbar_wait(&empty[s], uint32_t((k / p.n_stages) & 1) ^ 1u);
+      if (lane == 0) {
+        header[s] = make_int2(-1, 0);
+        mbar_arrive(&full[s]);
+      }
+      cp_async_mbar_arrive_noinc(&full[s]);  // no copies pending: arrives at once
+      return;
+    }
+    const BlockWork w = item_of<kTT>(p, item);
+    const DirectPart& P = p.d.part[w.pi];
+    for (int j = 0; j < w.n_s; ++j, ++k) {
+      const int s = int(k % p.n_stages);
+      if (k >= p.n_stages) mbar_wait(&empty[s], uint32_t((k / p.n_stages) & 1) ^ 1u);
+      uint8_t* st = ring + size_t(s) * p.stage_bytes;
+      const int64_t kb0 = int64_t(w.s0 + j) * kStageBlocks;
+      if (lane == 0) {
+        header[s] = make_int2(item, j);
+        mbar_arrive_expect_tx(&full[s], kWeightTx);
+      }
+      __syncwarp();
+      // Rows past n_out re-read the last row: their products are never stored.
+      for (int r = lane; r < kGroupRows; r += 32) {
+        const int64_t b = int64_t(min(w.n0 + r, P.n_out - 1)) * p.d.n_blocks + kb0;
+        bulk_copy(st + r * kCodeStride, P.qs + b, kStageBlocks * 16, &full[s], policy);
+        bulk_copy(st + kCodeBytes + r * kScaleStride, P.d + b, kStageBlocks * 2, &full[s], policy);
+      }
+      uint4* xs = reinterpret_cast<uint4*>(st + kCodeBytes + kScaleBytes);
+      const __half* x0 = p.d.x + kb0 * 32;
+#pragma unroll 4
+      for (int i = lane; i < kTT * kStageK / 8; i += 32) {
+        const int t = i / (kStageK / 8), r = i % (kStageK / 8);
+        const bool in = w.m0 + t < p.d.n_tokens;
+        const __half* src = in ? x0 + int64_t(w.m0 + t) * p.d.n_in + 8 * r : p.d.x;
+        cp_async16_zfill(smem_addr(xs + direct::x_piece<kStageK>(t, r / 4, r % 4)), src, in ? 16 : 0);
+      }
+      cp_async_mbar_arrive_noinc(&full[s]);
+    }
+    int next = 0;
+    if (lane == 0) next = atomicAdd(&p.queue[0], 1) + int(gridDim.x);
+    item = __shfl_sync(0xffffffffu, next, 0);
+  }
+}
+
+// The consumer warps' barrier (named barrier 1; the producer warp is busy elsewhere).
+struct ConsumerSync {
+  __device__ __forceinline__ void operator()() const { asm volatile("bar.sync 1, %0;" ::"n"(kStreamThreads - 32) : "memory"); }
+};
+
+template <int kNN, int kBlocksSM>
+__global__ void __launch_bounds__(kStreamThreads, kBlocksSM) gemm_rows_stream_kernel(const __grid_constant__ StreamParams p) {
+  constexpr int kTT = 8 * kNN;
+  extern __shared__ __align__(128) uint8_t smem[];
+  auto* full = reinterpret_cast<uint64_t*>(smem);
+  uint64_t* empty = full + kMaxStages;
+  auto* header = reinterpret_cast<int2*>(empty + kMaxStages);
+  uint8_t* ring = smem + kHeaderBytes;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < p.n_stages; ++s) {
+      mbar_init(&full[s], 33);
+      mbar_init(&empty[s], kConsumers);
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+  // Let the next launch be scheduled now: its blocks may start their copies beside this one.
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+  if (warp == kConsumers) {
+    produce<kTT>(p, ring, full, empty, header);
+  } else {
+    asm volatile("griddepcontrol.wait;" ::: "memory");  // outputs and partials: the previous kernel's
+    float acc[2][kNN][4];
+    BlockWork w{};
+    for (int64_t k = 0;; ++k) {
+      const int s = int(k % p.n_stages);
+      mbar_wait(&full[s], uint32_t((k / p.n_stages) & 1));
+      const int2 h = header[s];
+      if (h.x < 0) break;
+      if (h.y == 0) {
+        w = item_of<kTT>(p, h.x);
+        zero_acc<kNN>(acc);
+      }
+      const uint8_t* st = ring + size_t(s) * p.stage_bytes;
+      const uint4* xs = reinterpret_cast<const uint4*>(st + kCodeBytes + kScaleBytes);
+#pragma unroll
+      for (int ls = 0; ls < kStageBlocks / 4; ++ls) {
+        uint4 q[2][2];
+        __half2 d[2][2];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int r = 32 * warp + 16 * mt + g + 8 * hh, j = 4 * ls + c;
+            q[mt][hh] = *reinterpret_cast<const uint4*>(st + r * kCodeStride + j * 16);
+            d[mt][hh] = __half2half2(*reinterpret_cast<const __half*>(st + kCodeBytes + r * kScaleStride + j * 2));
+          }
+        }
+        direct::superstep_mma<kNN, kStageK>(q, d, xs, 4 * ls + c, g, acc);
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[s]);
+      if (h.y == w.n_s - 1) direct_epilogue<kNN>(p.d, w, acc, ConsumerSync{});
+    }
+  }
+  // The last block out leaves the queue zero for the launch that next uses this slot.
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(&p.queue[1], 1) == int(gridDim.x) - 1) {
+    p.queue[0] = 0;
+    p.queue[1] = 0;
+  }
+}
+
+struct StreamKernel {
+  void (*kernel)(StreamParams);
+  int tokens;       // a token tile
+  int n_stages;     // the ring's depth
+  uint32_t stage;   // bytes a stage
+  size_t smem;      // dynamic shared memory a block
+  int blocks_sm;    // resident blocks an SM (the grid is this times the SM count)
+};
+
+template <int kNN, int kBlocksSM>
+StreamKernel kernel_of() {
+  static const StreamKernel k = [] {
+    constexpr int kTT = 8 * kNN;
+    constexpr uint32_t kStage = stage_bytes<kTT>();
+    const size_t budget = kMaxSmem / kBlocksSM - 1024 - kHeaderBytes;  // 1 KB a block is the system's
+    const int n_stages = std::min<int>(kMaxStages, int(budget / kStage));
+    CERA_CHECK_MSG(n_stages >= 2, "gemm_rows_stream: a ring of fewer than 2 stages");
+    StreamKernel r{gemm_rows_stream_kernel<kNN, kBlocksSM>, kTT, n_stages, kStage,
+                   size_t(kHeaderBytes) + size_t(n_stages) * kStage, 0};
+    CERA_CUDA_CHECK(cudaFuncSetAttribute(r.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(r.smem)));
+    CERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r.blocks_sm, r.kernel, kStreamThreads, r.smem));
+    CERA_CHECK_MSG(r.blocks_sm >= 1, "gemm_rows_stream: the kernel does not fit an SM");
+    r.blocks_sm = std::min(r.blocks_sm, kBlocksSM);
+    return r;
+  }();
+  return k;
+}
+
+template <int kBlocksSM>
+StreamKernel kernel_for_blocks(int64_t n_tokens) {
+  if (n_tokens <= 8) return kernel_of<1, kBlocksSM>();
+  if (n_tokens <= 16) return kernel_of<2, kBlocksSM>();
+  if (n_tokens <= 32) return kernel_of<4, kBlocksSM>();
+  return kernel_of<8, kBlocksSM>();
+}
+
+// Two blocks an SM leave each ~112 KB: a ring of 3 stages up to 16 tokens, 2 at 32; tiles of 64
+// tokens (58 KB a stage) run one block an SM.
+StreamKernel kernel_for(int64_t n_tokens) {
+  return rows_stream_blocks() == 2 && n_tokens <= 32 ? kernel_for_blocks<2>(n_tokens) : kernel_for_blocks<1>(n_tokens);
+}
+
+}  // namespace
+}  // namespace rows_stream
+
+int rows_stream_blocks() {
+  static const int v = [] {
+    const char* e = std::getenv("CERA_CUDA_ROWS_STREAM");
+    if (e == nullptr || *e == '\0') return 0;  // off until measured on a GPU (gemm_rows.h)
+    const int n = std::atoi(e);
+    return n == 0 || n == 2 ? n : 1;
+  }();
+  return v;
+}
+
+int64_t rows_stream_max() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("CERA_CUDA_ROWS_STREAM_MAX");
+    if (e == nullptr || *e == '\0') return int64_t{64};
+    const long long n = std::atoll(e);
+    return int64_t(n < 0 ? 0 : (n > kRowsMaxLimit ? kRowsMaxLimit : n));
+  }();
+  return v;
+}
+
+bool gemm_rows_stream_takes(const TensorView& weight, int64_t n_tokens) {
+  return weight.dtype == DType::kQ4_0 && !batch_invariant() && rows_stream_blocks() > 0 &&
+         n_tokens <= rows_stream_max() && weight.cols() % rows_stream::kStageK == 0;
+}
+
+void gemm_rows_stream_parts(CudaContext& ctx, const TensorView& x, std::span<const RowsTarget> parts) {
+  using namespace rows_stream;
+  CERA_CHECK_MSG(!parts.empty() && parts.size() <= size_t(kMaxGemvParts), "gemm_rows: 1 to 3 weights a launch");
+  const TensorView& w0 = parts[0].weight;
+  const int64_t n_in = w0.cols(), n_tokens = x.rows();
+  CERA_CHECK_MSG(w0.dtype == DType::kQ4_0 && n_in % kStageK == 0,
+                 "gemm_rows_stream: Q4_0 weights of a multiple of 256 elements a row only");
+  const StreamKernel k = kernel_for(n_tokens);
+  const int64_t grid = int64_t(k.blocks_sm) * ctx.sm_count();
+  const int64_t m_tiles = (n_tokens + k.tokens - 1) / k.tokens;
+  const int64_t n_blocks = n_in / 32, n_stages_row = n_blocks / kStageBlocks;
+  // k splits as the direct kernels plan them (plan_splits: from the weight's shape alone), for
+  // about 4 items a block (2 with tiles of 32 and 64 tokens, whose partial tiles are large) and
+  // at least a stage an item.
+  const int64_t per_block = k.tokens >= 32 ? 2 : 4;
+  const SplitPlan plan = plan_splits(parts, {.tile_rows = kGroupRows, .m_tiles = m_tiles, .k_steps = 2 * n_stages_row,
+                                             .tile_floats = int64_t(kGroupRows) * k.tokens,
+                                             .slots = std::max<int64_t>(1, per_block * grid / m_tiles)});
+  const void* xh = gemm_activations(ctx, x, false);
+  const SplitScratch scratch = split_scratch(ctx, plan.counters, plan.partial_floats, parts.size());
+  auto* queues =
+      static_cast<int32_t*>(ctx.zeroed_scratch(ScratchKind::kRowsQueues, uint64_t(2 * kQueueSlots) * sizeof(int32_t)));
+  if (!ctx.launching()) return;
+  StreamParams p{};
+  p.d = direct_params(parts, plan, scratch, xh, n_tokens, m_tiles);
+  p.n_stages_row = int(n_stages_row);
+  p.n_items = int(plan.blocks);
+  p.n_stages = k.n_stages;
+  p.stage_bytes = k.stage;
+  p.queue = queues + 2 * (ctx.next_launch_slot() % kQueueSlots);
+  launch(ctx.stream(), k.kernel, unsigned(std::min(grid, plan.blocks)), kStreamThreads, k.smem, p);
+  CERA_CUDA_LAUNCHED();
+}
+
+}  // namespace cera::ops::cuda
