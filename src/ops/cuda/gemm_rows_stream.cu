@@ -166,11 +166,14 @@ __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, ui
 
 // The consumer warps' barrier (named barrier 1; the producer warp is busy elsewhere).
 struct ConsumerSync {
-  __device__ __forceinline__ void operator()() const { asm volatile("bar.sync 1, %0;" ::"n"(kStreamThreads - 32) : "memory"); }
+  __device__ __forceinline__ void operator()() const {
+    asm volatile("bar.sync 1, %0;" ::"n"(kStreamThreads - 32) : "memory");
+  }
 };
 
 template <int kNN, int kBlocksSM>
-__global__ void __launch_bounds__(kStreamThreads, kBlocksSM) gemm_rows_stream_kernel(const __grid_constant__ StreamParams p) {
+__global__ void __launch_bounds__(kStreamThreads, kBlocksSM)
+    gemm_rows_stream_kernel(const __grid_constant__ StreamParams p) {
   constexpr int kTT = 8 * kNN;
   extern __shared__ __align__(128) uint8_t smem[];
   auto* full = reinterpret_cast<uint64_t*>(smem);
