@@ -17,8 +17,8 @@
 #include <sstream>
 
 #include "api/engine.h"
-#include "runtime/engine/engine_test_helpers.h"
 #include "model_cache.h"
+#include "slow_build.h"
 #include "test_paths.h"
 
 namespace cera {

@@ -15,25 +15,13 @@
 #include "runtime/engine/engine_loop.h"
 #include "runtime/session.h"
 #include "runtime/stories_engine_test.h"
+#include "slow_build.h"
 
 namespace cera::test {
 
 inline constexpr int32_t kEngineCtx = 512;
 
-// Sanitizer and Debug builds run the CPU kernels 10-20x slower (the 64-request test alone took
-// 133 s under ASan + UBSan on a 2-core machine): there the engine tests run fewer requests, the
-// same code paths. kSlowBuild picks the count.
-#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
-inline constexpr bool kSlowBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kSlowBuild = true;
-#else
-inline constexpr bool kSlowBuild = false;
-#endif
-#else
-inline constexpr bool kSlowBuild = false;
-#endif
+// Sanitizer and Debug builds (slow_build.h) run fewer requests, the same code paths.
 inline constexpr int requests_for(int normal, int slow) { return kSlowBuild ? slow : normal; }
 
 struct RequestSpec {
