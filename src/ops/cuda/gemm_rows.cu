@@ -416,30 +416,25 @@ KernelInfo kernel_info(DType t, Config c) {
 // (none). Measured on the H200 in one call (8B Q4_0, 16 rows, decode step): 6.10 ms with 16,
 // 5.87 with 32, 5.69 with none (docs/benchmarks/serving_batch_h200.md).
 int prefetch_window() {
-  static const int v = [] {
-    const char* e = std::getenv("CERA_CUDA_ROWS_PREFETCH");
-    if (e == nullptr || *e == '\0') return 0;
-    const long long w = std::atoll(e);
-    return int(w < 0 ? 0 : (w > 64 ? 64 : w));
-  }();
+  static const int v = int(env_int("CERA_CUDA_ROWS_PREFETCH", 0, 0, 64));
   return v;
-}
-
-int64_t env_rows(const char* name, int64_t fallback, int64_t hi) {
-  const char* e = std::getenv(name);
-  if (e == nullptr || *e == '\0') return fallback;
-  const long long v = std::atoll(e);
-  return v < 1 ? 1 : (v > hi ? hi : v);
 }
 
 }  // namespace
 
+int64_t env_int(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
+  const char* e = std::getenv(name);
+  if (e == nullptr || *e == '\0') return fallback;
+  const long long v = std::atoll(e);
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
 int64_t rows_min() {
-  static const int64_t v = env_rows("CERA_CUDA_ROWS_MIN", 5, kRowsMaxLimit + 1);  // 257: never
+  static const int64_t v = env_int("CERA_CUDA_ROWS_MIN", 5, 1, kRowsMaxLimit + 1);  // 257: never
   return v;
 }
 int64_t rows_max() {
-  static const int64_t v = env_rows("CERA_CUDA_ROWS_MAX", 128, kRowsMaxLimit);
+  static const int64_t v = env_int("CERA_CUDA_ROWS_MAX", 128, 1, kRowsMaxLimit);
   return v;
 }
 

@@ -19,6 +19,10 @@ namespace cera::ops::cuda {
 enum class MatmulPath : uint8_t { kGemv, kRows, kPrefill };
 MatmulPath matmul_path(const TensorView& weight, int64_t n_tokens);
 
+// The integer in environment variable `name`, clamped to [lo, hi]; `fallback` when unset or
+// empty. The serving paths' A/B knobs below read their values through it, once each.
+int64_t env_int(const char* name, int64_t fallback, int64_t lo, int64_t hi);
+
 // The row range gemm_rows takes: CERA_CUDA_ROWS_MIN (default 5; 257 turns gemm_rows off) and
 // CERA_CUDA_ROWS_MAX (default 128, at most 256), read once (A/B runs, and the test passes that
 // keep the GEMV and prefill paths covered: scripts/cuda-check.sh). Measured on the H200 (8B Q4_0

@@ -178,12 +178,7 @@ DirectKernel direct_kernel_for(int64_t n_tokens, bool ring_fits) {
 }  // namespace
 
 int64_t rows_direct_max() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("CERA_CUDA_ROWS_DIRECT_MAX");
-    if (e == nullptr || *e == '\0') return int64_t{64};  // measured: gemm_rows.h
-    const long long n = std::atoll(e);
-    return int64_t(n < 0 ? 0 : (n > kRowsMaxLimit ? kRowsMaxLimit : n));
-  }();
+  static const int64_t v = env_int("CERA_CUDA_ROWS_DIRECT_MAX", 64, 0, kRowsMaxLimit);  // 64 measured: gemm_rows.h
   return v;
 }
 

@@ -20,7 +20,7 @@
 // fix-up (partials in split_scratch, the last to arrive adds them in split order), per warp.
 // Shapes it takes: Q4_0 rows of a multiple of 256 elements (a stage is 8 blocks of every row; the
 // scale copies are then 16-byte aligned).
-// Status: written and compiled (ptxas, CUDA 13.0, sm_90a: 72 / 117 / 162 / 255 registers at 8 /
+// Status: written and compiled (ptxas, CUDA 13.0, sm_90a: 74 / 117 / 163 / 255 registers at 8 /
 // 16 / 32 / 64-token tiles, no spills), not yet run on a GPU: no device machine was lent in the
 // session that wrote it. Off by default (CERA_CUDA_ROWS_STREAM=1 or 2 turns it on) until
 // scripts/cuda-check.sh's `stream` section has checked it and the decode tables have measured it.
@@ -67,25 +67,31 @@ static_assert(kMaxStages * (8 + 8 + 8) <= kHeaderBytes);
 constexpr int kQueueSlots = 512;  // a launch's queue: slot = launch ordinal % kQueueSlots
 constexpr size_t kMaxSmem = 227 * 1024;
 
+// A stage's bytes and the ring's depth, fixed by the token tile and the resident blocks an SM
+// (1 KB of shared memory a block is the system's): compile-time, so the stage index and phase are
+// shifts and masks in the loops, and nothing derived travels in the parameters.
 template <int kTT>
 constexpr int stage_bytes() {
   return kCodeBytes + kScaleBytes + kTT * kStageK * 2;
+}
+template <int kTT, int kBlocksSM>
+constexpr int ring_stages() {
+  const int n = int((kMaxSmem / kBlocksSM - 1024 - kHeaderBytes) / stage_bytes<kTT>());
+  return n < kMaxStages ? n : kMaxStages;
 }
 
 // The direct kernels' parameters (d: parts, activations, token tiles; part[i].first_block is
 // the part's first item) and the stream's own.
 struct StreamParams {
   DirectParams d;
-  int n_items;       // the launch's items
-  int n_stages_row;  // stages of a whole row (n_blocks / kStageBlocks)
-  int n_stages;      // the ring's depth
-  uint32_t stage_bytes;
-  int32_t* queue;    // [2]: next item, blocks done; zero between launches
+  int n_items;     // the launch's items
+  int32_t* queue;  // [2]: next item, blocks done; zero between launches
 };
 
+// An item's work; its k steps are stages (d.n_blocks / kStageBlocks a row).
 template <int kTT>
 __device__ __forceinline__ BlockWork item_of(const StreamParams& p, int it) {
-  return work_of(p.d, kTT, it, p.n_stages_row);
+  return work_of(p.d, kTT, it, p.d.n_blocks / kStageBlocks);
 }
 
 __device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint64_t* bar) {
@@ -99,7 +105,7 @@ __device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
 // bulk copies and its activations by cp.async (x_piece order, tokens past n_tokens as zeros),
 // then a header with item -1 (consumers stop there). full[s] completes when lane 0's expected
 // bytes have landed and every lane's cp.async arrival has come (33 arrivals).
-template <int kTT>
+template <int kTT, int kStages>
 __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, uint64_t* full, uint64_t* empty,
                                         int2* header) {
   const int lane = threadIdx.x & 31;
@@ -110,7 +116,7 @@ __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, ui
   if (item < p.n_items) {
     const BlockWork w = item_of<kTT>(p, item);
     const DirectPart& P = p.d.part[w.pi];
-    const int n = min(w.n_s, p.n_stages);
+    const int n = min(w.n_s, kStages);
     for (int r = lane; r < kGroupRows; r += 32) {
       const int64_t b = int64_t(min(w.n0 + r, P.n_out - 1)) * p.d.n_blocks + int64_t(w.s0) * kStageBlocks;
       prefetch_l2(P.qs + b, uint32_t(n * kStageBlocks * 16));
@@ -120,8 +126,8 @@ __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, ui
   asm volatile("griddepcontrol.wait;" ::: "memory");
   for (int64_t k = 0;;) {
     if (item >= p.n_items) {
-      const int s = int(k % p.n_stages);
-      if (k >= p.n_stages) mbar_wait(&empty[s], uint32_t((k / p.n_stages) & 1) ^ 1u);
+      const int s = int(k % kStages);
+      if (k >= kStages) mbar_wait(&empty[s], uint32_t((k / kStages) & 1) ^ 1u);
       if (lane == 0) {
         header[s] = make_int2(-1, 0);
         mbar_arrive(&full[s]);
@@ -132,9 +138,9 @@ __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, ui
     const BlockWork w = item_of<kTT>(p, item);
     const DirectPart& P = p.d.part[w.pi];
     for (int j = 0; j < w.n_s; ++j, ++k) {
-      const int s = int(k % p.n_stages);
-      if (k >= p.n_stages) mbar_wait(&empty[s], uint32_t((k / p.n_stages) & 1) ^ 1u);
-      uint8_t* st = ring + size_t(s) * p.stage_bytes;
+      const int s = int(k % kStages);
+      if (k >= kStages) mbar_wait(&empty[s], uint32_t((k / kStages) & 1) ^ 1u);
+      uint8_t* st = ring + size_t(s) * stage_bytes<kTT>();
       const int64_t kb0 = int64_t(w.s0 + j) * kStageBlocks;
       if (lane == 0) {
         header[s] = make_int2(item, j);
@@ -175,6 +181,8 @@ template <int kNN, int kBlocksSM>
 __global__ void __launch_bounds__(kStreamThreads, kBlocksSM)
     gemm_rows_stream_kernel(const __grid_constant__ StreamParams p) {
   constexpr int kTT = 8 * kNN;
+  constexpr int kStages = ring_stages<kTT, kBlocksSM>();
+  static_assert(kStages >= 2, "a ring of fewer than 2 stages");
   extern __shared__ __align__(128) uint8_t smem[];
   auto* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + kMaxStages;
@@ -182,7 +190,7 @@ __global__ void __launch_bounds__(kStreamThreads, kBlocksSM)
   uint8_t* ring = smem + kHeaderBytes;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < p.n_stages; ++s) {
+    for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 33);
       mbar_init(&empty[s], kConsumers);
     }
@@ -192,21 +200,21 @@ __global__ void __launch_bounds__(kStreamThreads, kBlocksSM)
   // Let the next launch be scheduled now: its blocks may start their copies beside this one.
   asm volatile("griddepcontrol.launch_dependents;" :::);
   if (warp == kConsumers) {
-    produce<kTT>(p, ring, full, empty, header);
+    produce<kTT, kStages>(p, ring, full, empty, header);
   } else {
     asm volatile("griddepcontrol.wait;" ::: "memory");  // outputs and partials: the previous kernel's
     float acc[2][kNN][4];
     BlockWork w{};
     for (int64_t k = 0;; ++k) {
-      const int s = int(k % p.n_stages);
-      mbar_wait(&full[s], uint32_t((k / p.n_stages) & 1));
+      const int s = int(k % kStages);
+      mbar_wait(&full[s], uint32_t((k / kStages) & 1));
       const int2 h = header[s];
       if (h.x < 0) break;
       if (h.y == 0) {
         w = item_of<kTT>(p, h.x);
         zero_acc<kNN>(acc);
       }
-      const uint8_t* st = ring + size_t(s) * p.stage_bytes;
+      const uint8_t* st = ring + size_t(s) * stage_bytes<kTT>();
       const uint4* xs = reinterpret_cast<const uint4*>(st + kCodeBytes + kScaleBytes);
 #pragma unroll
       for (int ls = 0; ls < kStageBlocks / 4; ++ls) {
@@ -238,23 +246,17 @@ __global__ void __launch_bounds__(kStreamThreads, kBlocksSM)
 
 struct StreamKernel {
   void (*kernel)(StreamParams);
-  int tokens;       // a token tile
-  int n_stages;     // the ring's depth
-  uint32_t stage;   // bytes a stage
-  size_t smem;      // dynamic shared memory a block
-  int blocks_sm;    // resident blocks an SM (the grid is this times the SM count)
+  int tokens;     // a token tile
+  size_t smem;    // dynamic shared memory a block
+  int blocks_sm;  // resident blocks an SM (the grid is this times the SM count)
 };
 
 template <int kNN, int kBlocksSM>
 StreamKernel kernel_of() {
   static const StreamKernel k = [] {
     constexpr int kTT = 8 * kNN;
-    constexpr uint32_t kStage = stage_bytes<kTT>();
-    const size_t budget = kMaxSmem / kBlocksSM - 1024 - kHeaderBytes;  // 1 KB a block is the system's
-    const int n_stages = std::min<int>(kMaxStages, int(budget / kStage));
-    CERA_CHECK_MSG(n_stages >= 2, "gemm_rows_stream: a ring of fewer than 2 stages");
-    StreamKernel r{gemm_rows_stream_kernel<kNN, kBlocksSM>, kTT, n_stages, kStage,
-                   size_t(kHeaderBytes) + size_t(n_stages) * kStage, 0};
+    StreamKernel r{gemm_rows_stream_kernel<kNN, kBlocksSM>, kTT,
+                   size_t(kHeaderBytes) + size_t(ring_stages<kTT, kBlocksSM>()) * stage_bytes<kTT>(), 0};
     CERA_CUDA_CHECK(cudaFuncSetAttribute(r.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(r.smem)));
     CERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r.blocks_sm, r.kernel, kStreamThreads, r.smem));
     CERA_CHECK_MSG(r.blocks_sm >= 1, "gemm_rows_stream: the kernel does not fit an SM");
@@ -264,18 +266,14 @@ StreamKernel kernel_of() {
   return k;
 }
 
-template <int kBlocksSM>
-StreamKernel kernel_for_blocks(int64_t n_tokens) {
-  if (n_tokens <= 8) return kernel_of<1, kBlocksSM>();
-  if (n_tokens <= 16) return kernel_of<2, kBlocksSM>();
-  if (n_tokens <= 32) return kernel_of<4, kBlocksSM>();
-  return kernel_of<8, kBlocksSM>();
-}
-
 // Two blocks an SM leave each ~112 KB: a ring of 3 stages up to 16 tokens, 2 at 32; tiles of 64
 // tokens (58 KB a stage) run one block an SM.
 StreamKernel kernel_for(int64_t n_tokens) {
-  return rows_stream_blocks() == 2 && n_tokens <= 32 ? kernel_for_blocks<2>(n_tokens) : kernel_for_blocks<1>(n_tokens);
+  const bool two = rows_stream_blocks() == 2;
+  if (n_tokens <= 8) return two ? kernel_of<1, 2>() : kernel_of<1, 1>();
+  if (n_tokens <= 16) return two ? kernel_of<2, 2>() : kernel_of<2, 1>();
+  if (n_tokens <= 32) return two ? kernel_of<4, 2>() : kernel_of<4, 1>();
+  return kernel_of<8, 1>();
 }
 
 }  // namespace
@@ -292,12 +290,7 @@ int rows_stream_blocks() {
 }
 
 int64_t rows_stream_max() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("CERA_CUDA_ROWS_STREAM_MAX");
-    if (e == nullptr || *e == '\0') return int64_t{64};
-    const long long n = std::atoll(e);
-    return int64_t(n < 0 ? 0 : (n > kRowsMaxLimit ? kRowsMaxLimit : n));
-  }();
+  static const int64_t v = env_int("CERA_CUDA_ROWS_STREAM_MAX", 64, 0, kRowsMaxLimit);
   return v;
 }
 
@@ -316,7 +309,7 @@ void gemm_rows_stream_parts(CudaContext& ctx, const TensorView& x, std::span<con
   const StreamKernel k = kernel_for(n_tokens);
   const int64_t grid = int64_t(k.blocks_sm) * ctx.sm_count();
   const int64_t m_tiles = (n_tokens + k.tokens - 1) / k.tokens;
-  const int64_t n_blocks = n_in / 32, n_stages_row = n_blocks / kStageBlocks;
+  const int64_t n_stages_row = n_in / kStageK;
   // k splits as the direct kernels plan them (plan_splits: from the weight's shape alone), for
   // about 4 items a block (2 with tiles of 32 and 64 tokens, whose partial tiles are large) and
   // at least a stage an item.
@@ -331,10 +324,7 @@ void gemm_rows_stream_parts(CudaContext& ctx, const TensorView& x, std::span<con
   if (!ctx.launching()) return;
   StreamParams p{};
   p.d = direct_params(parts, plan, scratch, xh, n_tokens, m_tiles);
-  p.n_stages_row = int(n_stages_row);
   p.n_items = int(plan.blocks);
-  p.n_stages = k.n_stages;
-  p.stage_bytes = k.stage;
   p.queue = queues + 2 * (ctx.next_launch_slot() % kQueueSlots);
   launch(ctx.stream(), k.kernel, unsigned(std::min(grid, plan.blocks)), kStreamThreads, k.smem, p);
   CERA_CUDA_LAUNCHED();

@@ -197,11 +197,8 @@ const void* gemm_activations(CudaContext& ctx, const TensorView& x, bool bf16) {
 }
 
 int64_t graphed_gemm_rows() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("CERA_CUDA_GRAPH_GEMM_ROWS");
-    if (e == nullptr || *e == '\0') return int64_t{0};  // off until measured on a GPU (cuda_ops.h)
-    return std::clamp<int64_t>(std::atoll(e), 0, 256);
-  }();
+  // 0 (off) until measured on a GPU (cuda_ops.h).
+  static const int64_t v = env_int("CERA_CUDA_GRAPH_GEMM_ROWS", 0, 0, kRowsMaxLimit);
   return v;
 }
 
