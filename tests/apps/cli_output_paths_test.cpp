@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
+std::string read_back(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -58,7 +58,7 @@ TEST(CliOutputPaths, ConvertRefusesToOverwriteItsInput) {
   const fs::path dir = fresh_dir("cli-out-input");
   const fs::path ckpt = dir / "x.bin";
   fs::copy_file(shared_dir() / "models/stories260K.bin", ckpt);
-  const std::string original = slurp(ckpt);
+  const std::string original = read_back(ckpt);
   fs::create_hard_link(ckpt, dir / "same-inode.bin");
   for (const fs::path& out : {ckpt, dir / "same-inode.bin"}) {
     const CliResult r = run_cera({"convert", "--llama2c", ckpt.string(), "--tokenizer",
@@ -66,7 +66,7 @@ TEST(CliOutputPaths, ConvertRefusesToOverwriteItsInput) {
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_NE(r.err.find("is the input"), std::string::npos) << r.err;
   }
-  EXPECT_EQ(slurp(ckpt), original);
+  EXPECT_EQ(read_back(ckpt), original);
   EXPECT_EQ(entries(dir), 2u);
 }
 

@@ -28,13 +28,13 @@ struct TopRow {
   std::vector<std::pair<int32_t, float>> best;  // reference's best ids and logits, best first
 };
 
-struct Reference {
+struct TopReference {
   std::vector<int32_t> ids;
   std::vector<TopRow> rows;
 };
 
-Reference read_reference(const std::filesystem::path& path) {
-  Reference r;
+TopReference read_top_reference(const std::filesystem::path& path) {
+  TopReference r;
   std::ifstream in(path);
   std::string line;
   EXPECT_TRUE(std::getline(in, line)) << path;
@@ -68,7 +68,7 @@ TEST_P(RealModelLogits, MatchTransformersFloat32) {
   }
   const auto path = test::model_cache() / m.file;
   ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing: run `make models`";
-  const Reference ref = read_reference(test::source_dir() / "tests/fixtures/real_models" / (std::string(m.name) + ".top"));
+  const TopReference ref = read_top_reference(test::source_dir() / "tests/fixtures/real_models" / (std::string(m.name) + ".top"));
   ASSERT_EQ(ref.ids.size(), ref.rows.size());
   ASSERT_GE(ref.ids.size(), 64u);
   auto engine = api::Engine::load({.model_path = path, .device = api::DeviceChoice::kCpu, .tensor_parallel = m.tensor_parallel});

@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fixtures_dir() { return test::shared_dir() / "tokenizer-fixtures"; }
+fs::path fixtures_dir() { return cera::test::shared_dir() / "tokenizer-fixtures"; }
 
 // Vocabularies with expected ids, and those that only have to load and round-trip.
 const std::vector<std::string> kWithIds = {"llama-spm", "phi-3",  "gpt-2",
@@ -30,7 +30,7 @@ const std::vector<std::string> kCommittedIdsOnly = {"bert-uncased", "bert-cased"
 
 fs::path vocab_path(const std::string& name) {
   if (name.rfind("bert-", 0) == 0) {
-    return test::source_dir() / "tests" / "fixtures" / "tokenizer" / ("ggml-vocab-" + name + ".gguf");
+    return cera::test::source_dir() / "tests" / "fixtures" / "tokenizer" / ("ggml-vocab-" + name + ".gguf");
   }
   return fixtures_dir() / ("ggml-vocab-" + name + ".gguf");
 }
@@ -46,7 +46,7 @@ std::vector<std::string> all_inputs() {
   std::vector<std::string> inputs;
   for (const auto& entry : fs::directory_iterator(fixtures_dir())) {
     if (entry.path().extension() != ".inp") continue;
-    for (auto& s : test::parse_vocab_inputs(test::read_file_bytes(entry.path()))) {
+    for (auto& s : cera::test::parse_vocab_inputs(cera::test::read_file_bytes(entry.path()))) {
       inputs.push_back(std::move(s));
     }
   }
@@ -76,8 +76,8 @@ Row check_vocab(const std::string& name, bool with_ids, bool round_trip,
   std::vector<std::string> inputs = corpus;
   if (with_ids) {
     const fs::path base = vocab_path(name);
-    inputs = test::parse_vocab_inputs(test::read_file_bytes(base.string() + ".inp"));
-    const auto expected = test::parse_vocab_outputs(test::read_file_bytes(base.string() + ".out"));
+    inputs = cera::test::parse_vocab_inputs(cera::test::read_file_bytes(base.string() + ".inp"));
+    const auto expected = cera::test::parse_vocab_outputs(cera::test::read_file_bytes(base.string() + ".out"));
     EXPECT_EQ(inputs.size(), expected.size());
     EXPECT_GE(inputs.size(), 40u);
     row.total = inputs.size();

@@ -26,8 +26,8 @@ class RealModelTokenizer : public ::testing::TestWithParam<RealModel> {};
 
 TEST_P(RealModelTokenizer, MatchesTheReferenceTokenizer) {
   const RealModel m = GetParam();
-  const auto path = test::model_cache() / m.file;
-  const auto fixture = test::source_dir() / "tests/fixtures/real_models" / m.name;
+  const auto path = cera::test::model_cache() / m.file;
+  const auto fixture = cera::test::source_dir() / "tests/fixtures/real_models" / m.name;
   if (!std::filesystem::exists(fixture.string() + ".out")) {
     GTEST_SKIP() << "no reference ids recorded for " << m.name << " yet";
   }
@@ -36,8 +36,8 @@ TEST_P(RealModelTokenizer, MatchesTheReferenceTokenizer) {
   ASSERT_TRUE(file.ok()) << file.status().to_string();
   auto tok = Tokenizer::from_gguf(*file);
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  const auto inputs = test::parse_vocab_inputs(test::read_file_bytes(fixture.string() + ".inp"));
-  const auto expected = test::parse_vocab_outputs(test::read_file_bytes(fixture.string() + ".out"));
+  const auto inputs = cera::test::parse_vocab_inputs(cera::test::read_file_bytes(fixture.string() + ".inp"));
+  const auto expected = cera::test::parse_vocab_outputs(cera::test::read_file_bytes(fixture.string() + ".out"));
   ASSERT_EQ(inputs.size(), expected.size());
   int passed = 0, round_trips = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -59,7 +59,7 @@ TEST_P(RealModelTokenizer, MatchesTheReferenceTokenizer) {
 // Gemma 3's SentencePiece vocabulary every byte has a byte-fallback token.
 TEST_P(RealModelTokenizer, InvalidUtf8BecomesReplacementOrByteTokens) {
   const RealModel m = GetParam();
-  const auto path = test::model_cache() / m.file;
+  const auto path = cera::test::model_cache() / m.file;
   ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing: run scripts/pull-model.sh " << m.pull_name;
   auto file = format::GgufFile::open(path);
   ASSERT_TRUE(file.ok()) << file.status().to_string();

@@ -11,11 +11,11 @@ using test::make_tokenizer;
 using test::spm_spec;
 using Ids = std::vector<int32_t>;
 
-constexpr const char* kU = "\xE2\x96\x81";
+constexpr const char* kSpmSpace = "\xE2\x96\x81";
 
 // 259 ▁, 260 a, 261 <ctl> (control), 262 <ctl>x (control), 263 <u> (user-defined)
 Result<Tokenizer> make() {
-  return make_tokenizer(spm_spec({{kU, -1}, {"a", -1}, {"<ctl>", 0, 3}, {"<ctl>x", 0, 3}, {"<u>", 0, 4}}));
+  return make_tokenizer(spm_spec({{kSpmSpace, -1}, {"a", -1}, {"<ctl>", 0, 3}, {"<ctl>x", 0, 3}, {"<u>", 0, 4}}));
 }
 
 TEST(SpecialTokens, ControlOnlyWhenParsing) {

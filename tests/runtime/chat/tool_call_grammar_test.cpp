@@ -16,17 +16,17 @@
 namespace cera::runtime::chat {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
-std::filesystem::path chat_dir() {
+std::filesystem::path grammar_chat_dir() {
   return test::source_dir() / "tests" / "fixtures" / "chat";
 }
 
-Json read_case(const std::string& name) {
-  std::ifstream in(chat_dir() / "tool_calls" / (name + ".json"), std::ios::binary);
+OrderedJson read_case(const std::string& name) {
+  std::ifstream in(grammar_chat_dir() / "tool_calls" / (name + ".json"), std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  return Json::parse(ss.str());
+  return OrderedJson::parse(ss.str());
 }
 
 ToolCallFormat format_named(const std::string& name) {
@@ -36,9 +36,9 @@ ToolCallFormat format_named(const std::string& name) {
   return ToolCallFormat::kNone;
 }
 
-std::vector<ToolSpec> specs_of(const Json& tools) {
+std::vector<ToolSpec> specs_of(const OrderedJson& tools) {
   std::vector<ToolSpec> out;
-  for (const Json& t : tools)
+  for (const OrderedJson& t : tools)
     out.push_back({.name = t["function"]["name"].get<std::string>(),
                    .parameters = t["function"]["parameters"].dump()});
   return out;
@@ -67,7 +67,7 @@ const std::vector<std::string> kCases = {
 TEST(ToolCallGrammar, AcceptsEveryGoldenCallText) {
   for (const std::string& name : kCases) {
     SCOPED_TRACE(name);
-    const Json c = read_case(name);
+    const OrderedJson c = read_case(name);
     const ToolCallFormat f = format_named(c["format"].get<std::string>());
     const std::vector<ToolSpec> tools = specs_of(c["tools"]);
     const std::string text = calls_text(f, c["text"].get<std::string>());
@@ -96,7 +96,7 @@ TEST(ToolCallGrammar, AcceptsEveryGoldenCallText) {
 }
 
 TEST(ToolCallGrammar, RefusesUnknownToolsAndSchemaViolations) {
-  const Json c = read_case("qwen2.5-00");
+  const OrderedJson c = read_case("qwen2.5-00");
   const std::vector<ToolSpec> tools = specs_of(c["tools"]);
   struct Case {
     ToolCallFormat format;

@@ -30,7 +30,7 @@ std::string read_text(const std::filesystem::path& path) {
   return ss.str();
 }
 
-std::vector<std::string> case_names() {
+std::vector<std::string> tool_call_case_names() {
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(chat_dir() / "tool_calls"))
     if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
@@ -143,7 +143,7 @@ TEST_P(ToolCallGolden, WithoutToolsEverythingIsContent) {
   EXPECT_TRUE(got.tool_calls.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(ToolCallFixtures, ToolCallGolden, testing::ValuesIn(case_names()),
+INSTANTIATE_TEST_SUITE_P(ToolCallFixtures, ToolCallGolden, testing::ValuesIn(tool_call_case_names()),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n)

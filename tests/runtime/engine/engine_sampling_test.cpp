@@ -75,7 +75,7 @@ void expect_logprobs_match(const RequestResult& r, const std::vector<std::vector
   }
 }
 
-RequestParams request(std::vector<int32_t> prompt, SamplingParams sampling, int32_t max_tokens) {
+RequestParams sampling_request(std::vector<int32_t> prompt, SamplingParams sampling, int32_t max_tokens) {
   RequestParams p;
   p.prompt = std::move(prompt);
   p.sampling = sampling;
@@ -91,11 +91,11 @@ TEST_F(EngineSamplingTest, LogprobsAreTheRawLogSoftmax) {
   std::mt19937 rng(11);
   const std::vector<int32_t> prompt = test::random_prompt(rng, 20, tok());
   std::vector<RequestParams> ps;
-  ps.push_back(request(prompt, {.temperature = 0.0f}, 24));
-  ps.push_back(request(prompt, {.temperature = 0.9f, .top_k = 40, .seed = 9}, 24));
-  ps.push_back(request(prompt, {.temperature = 0.0f, .repeat_penalty = 1.3f}, 24));
-  ps.push_back(request(prompt, {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f, .seed = 4}, 24));
-  ps.push_back(request(prompt, {.temperature = 0.0f}, 12));
+  ps.push_back(sampling_request(prompt, {.temperature = 0.0f}, 24));
+  ps.push_back(sampling_request(prompt, {.temperature = 0.9f, .top_k = 40, .seed = 9}, 24));
+  ps.push_back(sampling_request(prompt, {.temperature = 0.0f, .repeat_penalty = 1.3f}, 24));
+  ps.push_back(sampling_request(prompt, {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f, .seed = 4}, 24));
+  ps.push_back(sampling_request(prompt, {.temperature = 0.0f}, 12));
   const int32_t forced = 300;
   ps.back().logit_bias = {{forced, 1e9f}};
   const int32_t top_n[] = {5, 20, 3, 2, 2};
@@ -152,7 +152,7 @@ TEST_F(EngineSamplingTest, LogitBiasForcesAndForbids) {
   ASSERT_TRUE(loop.ok());
   std::vector<RequestHandle> handles;
   for (const auto& b : biases) {
-    RequestParams p = request(prompt, {.temperature = 0.0f}, kTokens);
+    RequestParams p = sampling_request(prompt, {.temperature = 0.0f}, kTokens);
     p.logit_bias = b;
     handles.push_back(*(*loop)->submit(std::move(p)));
   }
@@ -183,12 +183,12 @@ TEST_F(EngineSamplingTest, MixedOptionsBatchedEqualsAlone) {
     const int32_t max_tokens = 1 + static_cast<int32_t>(rng() % 40);
     RequestParams p;
     switch (i % 6) {
-      case 0: p = request(prompt, {.temperature = 0.0f}, max_tokens); break;
-      case 1: p = request(prompt, {.temperature = 0.8f, .seed = 100u + i}, max_tokens); break;
-      case 2: p = request(prompt, {.temperature = 0.0f, .frequency_penalty = 0.5f}, max_tokens); break;
-      case 3: p = request(prompt, {.temperature = 1.0f, .top_k = 0, .top_p = 0.8f, .seed = 7u + i}, max_tokens); break;
-      case 4: p = request(prompt, {.temperature = 0.7f, .top_k = 20, .seed = 3u * i}, max_tokens); break;
-      default: p = request(prompt, {.temperature = 0.0f}, max_tokens); break;
+      case 0: p = sampling_request(prompt, {.temperature = 0.0f}, max_tokens); break;
+      case 1: p = sampling_request(prompt, {.temperature = 0.8f, .seed = 100u + i}, max_tokens); break;
+      case 2: p = sampling_request(prompt, {.temperature = 0.0f, .frequency_penalty = 0.5f}, max_tokens); break;
+      case 3: p = sampling_request(prompt, {.temperature = 1.0f, .top_k = 0, .top_p = 0.8f, .seed = 7u + i}, max_tokens); break;
+      case 4: p = sampling_request(prompt, {.temperature = 0.7f, .top_k = 20, .seed = 3u * i}, max_tokens); break;
+      default: p = sampling_request(prompt, {.temperature = 0.0f}, max_tokens); break;
     }
     if (rng() % 2 == 0) {
       for (int j = 0; j < 3; ++j) p.logit_bias[static_cast<int32_t>(rng() % n_vocab)] = j == 0 ? -1e9f : 2.0f;

@@ -114,14 +114,14 @@ class FakePool final : public KvPoolView {
   int64_t n_hits_ = 0, n_cached_tokens_ = 0;
 };
 
-SchedulerConfig config(int32_t budget, int32_t bs, int32_t n_blocks) {
+SchedulerConfig pool_config(int32_t budget, int32_t bs, int32_t n_blocks) {
   return {.max_batch_tokens = budget, .max_running = 8, .max_waiting = 1000, .block_size = bs, .n_blocks = n_blocks,
           .n_ctx = bs * n_blocks};
 }
 
 TEST(SchedulerPool, AdmissionStartsAfterTheCachedPrefixAndChargesOnlyNewBlocks) {
   FakePool pool(10, 4);
-  Scheduler s(config(64, 4, 10), &pool);
+  Scheduler s(pool_config(64, 4, 10), &pool);
   pool.add(1, /*group=*/0, 10);
   ASSERT_TRUE(s.add(1, 10).ok());
   StepPlan p = s.schedule();
@@ -162,7 +162,7 @@ TEST(SchedulerPool, AdmissionStartsAfterTheCachedPrefixAndChargesOnlyNewBlocks) 
 
 TEST(SchedulerPool, AHeadWhoseNewBlocksDoNotFitWaitsEvenWithACachedPrefix) {
   FakePool pool(6, 4);
-  Scheduler s(config(64, 4, 6), &pool);
+  Scheduler s(pool_config(64, 4, 6), &pool);
   pool.add(1, 0, 9);
   ASSERT_TRUE(s.add(1, 9).ok());
   pool.run(s.schedule().chunks[0]);  // 3 blocks held, blocks 0-1 published (referenced)
@@ -192,7 +192,7 @@ TEST(SchedulerPool, RandomizedRunsAgreeWithThePool) {
   int64_t cached = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const int32_t bs = 1 + static_cast<int32_t>(rng() % 8), n_blocks = 6 + static_cast<int32_t>(rng() % 30);
-    SchedulerConfig c = config(1 + static_cast<int32_t>(rng() % 48), bs, n_blocks);
+    SchedulerConfig c = pool_config(1 + static_cast<int32_t>(rng() % 48), bs, n_blocks);
     c.max_running = 1 + static_cast<int32_t>(rng() % 6);
     FakePool pool(n_blocks, bs);
     Scheduler s(c, &pool);

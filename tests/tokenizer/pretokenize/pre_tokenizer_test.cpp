@@ -94,7 +94,7 @@ class PreTokFixture : public ::testing::TestWithParam<PreTokenizer> {};
 
 TEST_P(PreTokFixture, MatchesRegexOracle) {
   const PreTokenizer kind = GetParam();
-  const auto path = test::source_dir() / "tests/fixtures/tokenizer/pretokenize" /
+  const auto path = cera::test::source_dir() / "tests/fixtures/tokenizer/pretokenize" /
                     (std::string(pre_tokenizer_name(kind)) + ".txt");
   const std::vector<Case> cases = read_fixture(path);
   ASSERT_GT(cases.size(), 300u);

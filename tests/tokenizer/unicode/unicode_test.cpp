@@ -21,7 +21,7 @@ constexpr const char* kCategoryNames[] = {
 
 TEST(UnicodeTables, MatchUnicodedata2Sample) {
   EXPECT_STREQ(generated::kUnicodeVersion, "17.0.0");
-  std::ifstream in(test::source_dir() / "tests/tokenizer/unicode/data/unicode_props.txt");
+  std::ifstream in(cera::test::source_dir() / "tests/tokenizer/unicode/data/unicode_props.txt");
   ASSERT_TRUE(in.good());
   std::string line;
   size_t checked = 0;
