@@ -10,12 +10,6 @@ namespace {
 
 constexpr std::string_view kWhitespace = " \t\n\r\f\v";
 
-Value arg(const CallArgs& args, size_t index, std::string_view name, Value fallback = Value()) {
-  if (index < args.positional.size()) return args.positional[index];
-  if (const Value* v = args.keyword_arg(name)) return *v;
-  return fallback;
-}
-
 std::string strip(const std::string& s, const Value& chars, bool left, bool right) {
   const std::string set = chars.is_string() ? chars.as_string() : std::string(kWhitespace);
   size_t b = 0, e = s.size();
@@ -107,9 +101,9 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
   if (object.is_object()) {
     const Object& o = object.as_object();
     if (name == "get") {
-      const Value key = arg(args, 0, "key");
+      const Value key = args.arg(0, "key");
       const Value* v = key.is_string() ? o.find(key.as_string()) : nullptr;
-      return v != nullptr ? *v : arg(args, 1, "default", Value::none());
+      return v != nullptr ? *v : args.arg(1, "default", Value::none());
     }
     Array out;
     for (const auto& [k, v] : o.entries) {
@@ -123,18 +117,18 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
     return Value(std::move(out));
   }
   const std::string& s = object.as_string();
-  if (name == "strip") return Value(strip(s, arg(args, 0, "chars"), true, true));
-  if (name == "lstrip") return Value(strip(s, arg(args, 0, "chars"), true, false));
-  if (name == "rstrip") return Value(strip(s, arg(args, 0, "chars"), false, true));
+  if (name == "strip") return Value(strip(s, args.arg(0, "chars"), true, true));
+  if (name == "lstrip") return Value(strip(s, args.arg(0, "chars"), true, false));
+  if (name == "rstrip") return Value(strip(s, args.arg(0, "chars"), false, true));
   if (name == "split")
-    return split(s, arg(args, 0, "sep", Value::none()), arg(args, 1, "maxsplit"), limits);
-  if (name == "startswith") return affix_test(s, arg(args, 0, "prefix"), true);
-  if (name == "endswith") return affix_test(s, arg(args, 0, "suffix"), false);
+    return split(s, args.arg(0, "sep", Value::none()), args.arg(1, "maxsplit"), limits);
+  if (name == "startswith") return affix_test(s, args.arg(0, "prefix"), true);
+  if (name == "endswith") return affix_test(s, args.arg(0, "suffix"), false);
   if (name == "upper" || name == "lower" || name == "title" || name == "capitalize")
     return apply_filter(name, object, {}, limits);
   if (name == "replace") return apply_filter("replace", object, args, limits);
   if (name == "find" || name == "count") {
-    const Value sub = arg(args, 0, "sub");
+    const Value sub = args.arg(0, "sub");
     if (!sub.is_string()) return invalid_argument(std::string(name) + " needs a string");
     if (name == "find") {
       const size_t hit = s.find(sub.as_string());
@@ -149,7 +143,7 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
     return Value(n);
   }
   if (name == "join") {
-    CERA_ASSIGN_OR_RETURN(Array items, iterate(arg(args, 0, "iterable"), limits));
+    CERA_ASSIGN_OR_RETURN(Array items, iterate(args.arg(0, "iterable"), limits));
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
       if (!items[i].is_string()) return invalid_argument("str.join needs strings");
@@ -189,7 +183,7 @@ Result<Value> call_method(const Value& object, std::string_view name, const Call
 }
 
 Result<bool> apply_test(std::string_view name, const Value& v, const CallArgs& args) {
-  const Value other = arg(args, 0, "other");
+  const Value other = args.arg(0, "other");
   const ValueKind k = v.kind();
   if (name == "defined") return !v.is_undefined();
   if (name == "undefined") return v.is_undefined();
@@ -258,10 +252,10 @@ Status check_namespace_value(const Value& v) {
 Object make_globals(const std::tm& now, const TemplateLimits& limits) {
   Object g;
   g.set("raise_exception", Value::function([](const CallArgs& args) -> Result<Value> {
-          return invalid_argument("raise_exception: " + to_display_string(arg(args, 0, "message")));
+          return invalid_argument("raise_exception: " + to_display_string(args.arg(0, "message")));
         }));
   g.set("strftime_now", Value::function([now](const CallArgs& args) -> Result<Value> {
-          const Value fmt = arg(args, 0, "format");
+          const Value fmt = args.arg(0, "format");
           if (!fmt.is_string()) return invalid_argument("strftime_now needs a format string");
           // Formats are a few conversions; a long one would be scanned on every call.
           if (fmt.as_string().size() > 256)

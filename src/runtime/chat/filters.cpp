@@ -14,12 +14,6 @@ namespace cera::runtime::chat {
 namespace {
 
 // The argument at `index` or named `name`, else `fallback`.
-Value arg(const CallArgs& args, size_t index, std::string_view name, Value fallback = Value()) {
-  if (index < args.positional.size()) return args.positional[index];
-  if (const Value* v = args.keyword_arg(name)) return *v;
-  return fallback;
-}
-
 Status type_error(std::string_view filter, const Value& input) {
   return invalid_argument("filter '" + std::string(filter) + "' cannot take a " +
                           input.type_name());
@@ -262,7 +256,7 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
   if (name == "string") return Value(to_display_string(input));
   if (name == "trim") {
     CERA_RETURN_IF_ERROR(need_string());
-    const Value chars = arg(args, 0, "chars");
+    const Value chars = args.arg(0, "chars");
     if (chars.is_string()) {
       CallArgs strip_args;
       strip_args.positional.push_back(chars);
@@ -296,8 +290,8 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
   }
   if (name == "replace") {
     CERA_RETURN_IF_ERROR(need_string());
-    const Value from = arg(args, 0, "old"), to = arg(args, 1, "new"),
-                count = arg(args, 2, "count", Value::none());
+    const Value from = args.arg(0, "old"), to = args.arg(1, "new"),
+                count = args.arg(2, "count", Value::none());
     if (!from.is_string() || !to.is_string()) return invalid_argument("replace needs two strings");
     CERA_ASSIGN_OR_RETURN(std::string out,
                           replace_all(input.as_string(), from.as_string(), to.as_string(),
@@ -312,13 +306,13 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     return type_error(name, input);
   }
   if (name == "default" || name == "d") {
-    const bool boolean = arg(args, 1, "boolean", Value(false)).truthy();
+    const bool boolean = args.arg(1, "boolean", Value(false)).truthy();
     if (input.is_undefined() || (boolean && !input.truthy()))
-      return arg(args, 0, "default_value", Value(""));
+      return args.arg(0, "default_value", Value(""));
     return input;
   }
   if (name == "tojson") {
-    const Value indent = arg(args, 0, "indent", Value::none());
+    const Value indent = args.arg(0, "indent", Value::none());
     if (!indent.is_none() && indent.kind() != ValueKind::kInt)
       return invalid_argument("tojson: indent must be an int");
     // Each line of the output holds at least the indent: a wider one cannot fit.
@@ -339,8 +333,8 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
   }
   if (name == "join") {
     CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
-    const std::string sep = to_display_string(arg(args, 0, "d", Value("")));
-    const Value attribute = arg(args, 1, "attribute", Value::none());
+    const std::string sep = to_display_string(args.arg(0, "d", Value("")));
+    const Value attribute = args.arg(1, "attribute", Value::none());
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
       if (i > 0) CERA_RETURN_IF_ERROR(append_capped(out, sep, limits));
@@ -374,7 +368,7 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
     Array out;
     if (const Value* attribute = args.keyword_arg("attribute")) {
-      const Value fallback = arg(args, 99, "default");
+      const Value fallback = args.arg(99, "default");
       for (const Value& v : items) {
         Value got = get_path(v, to_display_string(*attribute));
         out.push_back(got.is_undefined() ? fallback : got);
@@ -409,7 +403,7 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
   if (name == "selectattr") return filter_items(input, args, true, true, limits);
   if (name == "rejectattr") return filter_items(input, args, true, false, limits);
   if (name == "int") {
-    const Value fallback = arg(args, 0, "default", Value(int64_t{0}));
+    const Value fallback = args.arg(0, "default", Value(int64_t{0}));
     if (input.is_number()) return Value(input.as_int());
     if (input.is_string()) {
       try {
@@ -425,7 +419,7 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
     return fallback;
   }
   if (name == "float") {
-    const Value fallback = arg(args, 0, "default", Value(0.0));
+    const Value fallback = args.arg(0, "default", Value(0.0));
     if (input.is_number()) return Value(input.as_double());
     if (input.is_string()) {
       try {
@@ -445,8 +439,8 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
   }
   if (name == "sum") {
     CERA_ASSIGN_OR_RETURN(Array items, iterate(input, limits));
-    const Value attribute = arg(args, 0, "attribute", Value::none());
-    Value total = arg(args, 1, "start", Value(int64_t{0}));
+    const Value attribute = args.arg(0, "attribute", Value::none());
+    Value total = args.arg(1, "start", Value(int64_t{0}));
     for (const Value& v0 : items) {
       const Value v = attribute.is_string() ? get_path(v0, attribute.as_string()) : v0;
       if (!v.is_number() || !total.is_number()) return invalid_argument("sum needs numbers");
@@ -461,9 +455,9 @@ Result<Value> apply_filter(std::string_view name, const Value& input, const Call
   }
   if (name == "indent") {
     CERA_RETURN_IF_ERROR(need_string());
-    const Value width = arg(args, 0, "width", Value(int64_t{4}));
-    const bool first = arg(args, 1, "first", Value(false)).truthy();
-    const bool blank = arg(args, 2, "blank", Value(false)).truthy();
+    const Value width = args.arg(0, "width", Value(int64_t{4}));
+    const bool first = args.arg(1, "first", Value(false)).truthy();
+    const bool blank = args.arg(2, "blank", Value(false)).truthy();
     if (!width.is_string() && !width.is_number())
       return invalid_argument("indent: width must be an int or a string");
     const int64_t spaces = width.is_string() ? 0 : std::max<int64_t>(width.as_int(), 0);

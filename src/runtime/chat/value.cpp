@@ -54,6 +54,14 @@ const Value* CallArgs::keyword_arg(std::string_view name) const {
   return nullptr;
 }
 
+Value CallArgs::arg(size_t index, std::string_view name) const { return arg(index, name, Value()); }
+
+Value CallArgs::arg(size_t index, std::string_view name, Value fallback) const {
+  if (index < positional.size()) return positional[index];
+  if (const Value* v = keyword_arg(name)) return *v;
+  return fallback;
+}
+
 Value Value::none() {
   Value v;
   v.kind_ = ValueKind::kNone;

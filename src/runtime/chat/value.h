@@ -53,6 +53,10 @@ struct CallArgs {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
   const Value* keyword_arg(std::string_view name) const;
+  // The argument at `index` if given by position, else the keyword `name`, else `fallback`
+  // (none when not given; an overload, as Value is incomplete here).
+  Value arg(size_t index, std::string_view name) const;
+  Value arg(size_t index, std::string_view name, Value fallback) const;
 };
 
 using Function = std::function<Result<Value>(const CallArgs&)>;

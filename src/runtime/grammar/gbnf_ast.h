@@ -12,6 +12,7 @@ namespace cera::runtime::grammar {
 struct SourcePos {
   uint32_t line = 1;    // 1-based
   uint32_t column = 1;  // 1-based, in bytes
+  std::string text() const { return std::to_string(line) + ":" + std::to_string(column); }  // "line:column"
 };
 
 struct CodepointRange {

@@ -10,8 +10,6 @@
 namespace cera::runtime::grammar {
 namespace {
 
-std::string at_text(const SourcePos& p) { return std::to_string(p.line) + ":" + std::to_string(p.column); }
-
 // The calls a rule can make before consuming any byte (through nullable callees).
 std::vector<std::vector<uint32_t>> left_calls(const GrammarParts& g, const std::vector<char>& nullend) {
   const auto& states = g.states;
@@ -53,7 +51,7 @@ Status refuse_left_recursion(const GrammarParts& g, const std::vector<std::vecto
           while (path[from].first != w) ++from;
           for (size_t i = from; i < path.size(); ++i) cycle += g.rules[path[i].first].name + " -> ";
           cycle += g.rules[w].name;
-          return invalid_argument("gbnf " + at_text(g.rules[w].at) + ": left recursion: rule '" +
+          return invalid_argument("gbnf " + g.rules[w].at.text() + ": left recursion: rule '" +
                                   g.rules[w].name + "' can reach itself without consuming input (" +
                                   cycle + ")");
         }
@@ -104,7 +102,7 @@ Status refuse_endless(const GrammarParts& g, const std::vector<char>& ends) {
     }
   }
   if (culprit == nullptr) return ok_status();
-  return invalid_argument("gbnf " + at_text(culprit->at) + ": rule '" + culprit->name +
+  return invalid_argument("gbnf " + culprit->at.text() + ": rule '" + culprit->name +
                           "' can never end: every way through it needs a rule that never ends "
                           "(recursion without a way out)");
 }

@@ -11,8 +11,6 @@
 namespace cera::runtime::grammar {
 namespace {
 
-std::string at_text(const SourcePos& p) { return std::to_string(p.line) + ":" + std::to_string(p.column); }
-
 struct EpsState {
   std::vector<ByteEdge> bytes;
   std::vector<CallEdge> calls;  // ret is a local state id
@@ -328,8 +326,8 @@ Result<std::shared_ptr<const Grammar>> compile_ast(const GbnfAst& ast, std::stri
   for (uint32_t r = 0; r < n; ++r) {
     auto [it, fresh] = ctx.index.emplace(ast.rules[r].name, r);
     if (!fresh) {
-      return invalid_argument("gbnf " + at_text(ast.rules[r].at) + ": rule '" + ast.rules[r].name +
-                              "' is defined twice (first at " + at_text(ast.rules[it->second].at) + ")");
+      return invalid_argument("gbnf " + ast.rules[r].at.text() + ": rule '" + ast.rules[r].name +
+                              "' is defined twice (first at " + ast.rules[it->second].at.text() + ")");
     }
   }
   std::vector<std::vector<uint32_t>> edges(n);
@@ -340,7 +338,7 @@ Result<std::shared_ptr<const Grammar>> compile_ast(const GbnfAst& ast, std::stri
     for (const Expr* ref : refs) {
       auto it = ctx.index.find(ref->text);
       if (it == ctx.index.end()) {
-        return invalid_argument("gbnf " + at_text(ref->at) + ": undefined rule '" + ref->text +
+        return invalid_argument("gbnf " + ref->at.text() + ": undefined rule '" + ref->text +
                                 "' (no '" + ref->text + " ::= ...' in the grammar)");
       }
       edges[r].push_back(it->second);
