@@ -245,9 +245,9 @@ for s in $sections; do
     done
     ;;
   graph-gemm)
-    # The prompt path recorded into graphs up to 256 rows (CERA_CUDA_GRAPH_GEMM_ROWS, off by
-    # default until this section has run: cuda_ops.h): the graph tests with it, and 8B Q4_0 decode
-    # at 256 rows with it and without.
+    # The prompt path recorded into graphs up to 256 rows (CERA_CUDA_GRAPH_GEMM_ROWS, on by default
+    # since session 36: cuda_ops.h): the graph tests with it forced on 17-256 rows (gemm_rows capped
+    # at 16), and 8B Q4_0 decode at 256 rows with it and without.
     CERA_CUDA_GRAPH_GEMM_ROWS=256 CERA_CUDA_ROWS_MAX=16 run "test_ops_cuda graphs with the prompt path recorded" \
       tests-graph-gemm.log "$TESTS" --gtest_filter='CudaGraph*:CudaMatmul.Serving*' --gtest_brief=1
     f=$SYNTH_DIR/llama-8b-q4_0.gguf

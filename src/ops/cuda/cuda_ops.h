@@ -74,10 +74,10 @@ void gemm(CudaContext& ctx, const TensorView& out, const TensorView& weight, con
 // Prompt-path matmuls (gemm: cuBLAS on f16 copies) of at most graphed_gemm_rows() rows are
 // recorded into graphs like the serving kernels (graph.cu): the decode steps of 129-256 rows ran
 // their ~600 launches eagerly, unfused. Larger prompt chunks stay eager: each size would be a new
-// graph. CERA_CUDA_GRAPH_GEMM_ROWS (at most 256), read once: 0 (never) by default until a GPU has
-// run the graph tests and the 256-row decode with it (written in a session without a device).
-// With it, the context's cuBLAS handle has a workspace of its own (cuda_context.cu), so captured
-// cuBLAS calls never allocate.
+// graph. CERA_CUDA_GRAPH_GEMM_ROWS (at most 256, the default; 0: never), read once. Measured
+// (H100, session 36, synthetic Q4_0, 256 rows a step): 8B 22.43 -> 21.67 ms a step, 1B 4.79 ->
+// 4.53 ms; graphs equal eager to 1e-5 in the graph tests. The context's cuBLAS handle has a
+// workspace of its own (cuda_context.cu), so captured cuBLAS calls never allocate.
 int64_t graphed_gemm_rows();
 // May gemm() of this batch be recorded (the default cuBLAS path, at most graphed_gemm_rows() rows)?
 bool gemm_recordable(const TensorView& weight, int64_t n_tokens);

@@ -3,27 +3,28 @@
 // operand of mma.sync m16n8k16, through the same fragments, k order and decode as
 // gemm_rows_direct (direct::superstep_mma), but fed by a producer warp.
 //
-// The one decision: the blocks are persistent (as many as are resident at once) and take work
-// items from a queue; a producer warp per block streams each item's weights into a ring of
-// shared-memory stages with bulk asynchronous copies (one per weight row and field, 128 bytes of
-// codes and 16 of scales a row a stage) and the activations with cp.async, completing on
-// mbarriers, and runs on into the next item without a break, while 4 consumer warps (32 weight
-// rows each) decode and multiply. Why: the direct kernels launch one block per (row tile, token
-// tile, k split), each ~3-11 supersteps long, so every block pays the DRAM latency of its first
-// stage and its epilogue with nothing in flight, the blocks come in 1.6-3.4 waves of ~400 slots
-// (a last partial wave), and each warp reads 64 bytes of 32 rows a superstep; at 16 rows the 8B
-// gate/up weights streamed at 1.4-1.6 TB/s (docs/benchmarks/serving_batch_h200.md). Here the
-// ring never drains between items, the queue ends the launch within one item of balance, and a
-// row is read 128 contiguous bytes at a time.
+// The one decision: the blocks are persistent (as many as are resident at once) and take work items
+// from a queue; a producer warp per block streams each item's weights into a ring of shared-memory
+// stages with 16-byte cp.async (128 bytes of codes and 16 of scales a row a stage, the token tile's
+// activations likewise), completing on mbarriers, and runs on into the next item without a break,
+// while 4 consumer warps (32 weight rows each) decode and multiply. Why: the direct kernels launch
+// one block per (row tile, token tile, k split), each ~3-11 supersteps long, so every block pays
+// the DRAM latency of its first stage and its epilogue with nothing in flight, the blocks come in
+// 1.6-3.4 waves of ~400 slots (a last partial wave), and each warp reads 64 bytes of 32 rows a
+// superstep; at 16 rows the 8B gate/up weights streamed at 1.4-1.6 TB/s
+// (docs/benchmarks/serving_batch_h200.md). Here the ring never drains between items, the queue ends
+// the launch within one item of balance, and a row is read 128 contiguous bytes at a time.
 // Items: (weight, 128-row tile, token tile, k split); a token tile is 8, 16, 32 or 64 tokens (one
 // tile up to 64 rows: the weights are read and decoded once). k splits are the direct kernels'
 // fix-up (partials in split_scratch, the last to arrive adds them in split order), per warp.
 // Shapes it takes: Q4_0 rows of a multiple of 256 elements (a stage is 8 blocks of every row; the
 // scale copies are then 16-byte aligned).
-// Status: written and compiled (ptxas, CUDA 13.0, sm_90a: 74 / 117 / 163 / 255 registers at 8 /
-// 16 / 32 / 64-token tiles, no spills), not yet run on a GPU: no device machine was lent in the
-// session that wrote it. Off by default (CERA_CUDA_ROWS_STREAM=1 or 2 turns it on) until
-// scripts/cuda-check.sh's `stream` section has checked it and the decode tables have measured it.
+// Status (docs/benchmarks/serving_batch_h200.md): correct on an H100 (the serving-rows sweep,
+// memcheck clean) but, with the weights as 256 bulk copies of 128 and 16 bytes a stage, 3-6x
+// slower than the direct kernels (DRAM at 7 %, ~100 cycles a copy). The weights now travel by
+// cp.async, not yet run on a GPU (the session's device time ran out). Off by default
+// (CERA_CUDA_ROWS_STREAM=1 or 2 turns it on) until scripts/cuda-check.sh's `stream` section has
+// checked and measured it.
 #include <algorithm>
 #include <cstdlib>
 #include <span>
@@ -41,10 +42,7 @@ namespace {
 
 using namespace mma;
 using namespace direct;
-using gemv_stream::bulk_copy;
-using gemv_stream::evict_first_policy;
 using gemv_stream::mbar_arrive;
-using gemv_stream::mbar_arrive_expect_tx;
 using gemv_stream::mbar_fence_init;
 using gemv_stream::mbar_init;
 using gemv_stream::mbar_wait;
@@ -60,7 +58,6 @@ constexpr int kCodeStride = kStageBlocks * 16 + 64;
 constexpr int kCodeBytes = kGroupRows * kCodeStride;  // 24,576
 constexpr int kScaleStride = kStageBlocks * 2;        // 16: 8 rows of a load's lanes, 8 bank groups
 constexpr int kScaleBytes = kGroupRows * kScaleStride;  // 2,048
-constexpr uint32_t kWeightTx = kGroupRows * kStageBlocks * (16 + 2);  // bulk bytes a stage
 constexpr int kMaxStages = 12;
 constexpr int kHeaderBytes = 384;  // full[kMaxStages], empty[kMaxStages] mbarriers, then the item headers
 static_assert(kMaxStages * (8 + 8 + 8) <= kHeaderBytes);
@@ -102,14 +99,13 @@ __device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
 }
 
 // The producer warp: items from the queue (a block's first is its own), each stage's weights by
-// bulk copies and its activations by cp.async (x_piece order, tokens past n_tokens as zeros),
-// then a header with item -1 (consumers stop there). full[s] completes when lane 0's expected
-// bytes have landed and every lane's cp.async arrival has come (33 arrivals).
+// cp.async and its activations likewise (x_piece order, tokens past n_tokens as zeros), then a
+// header with item -1 (consumers stop there). full[s] completes when lane 0 has arrived (after
+// writing the header) and every lane's cp.async copies have landed (33 arrivals).
 template <int kTT, int kStages>
 __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, uint64_t* full, uint64_t* empty,
                                         int2* header) {
   const int lane = threadIdx.x & 31;
-  const uint64_t policy = evict_first_policy();
   int item = int(blockIdx.x);
   // The weights of the first item's first stages into L2 before the PDL wait: no kernel writes
   // them (launch.cuh); the activations are the previous kernel's output.
@@ -144,14 +140,20 @@ __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, ui
       const int64_t kb0 = int64_t(w.s0 + j) * kStageBlocks;
       if (lane == 0) {
         header[s] = make_int2(item, j);
-        mbar_arrive_expect_tx(&full[s], kWeightTx);
+        mbar_arrive(&full[s]);
       }
-      __syncwarp();
-      // Rows past n_out re-read the last row: their products are never stored.
+      // Weights by 16-byte cp.async, 8 lanes a row's 128 bytes of codes, then a lane a row's 16
+      // bytes of scales: as 256 bulk copies of 128 and 16 bytes a stage the copies were the bound
+      // (H100, 4096 x 6144 at 16 tokens: 84 us against the direct kernel's 21 us, DRAM at 7 %,
+      // ~100 cycles a copy). Rows past n_out re-read the last row: their products are never stored.
+      for (int i = lane; i < kGroupRows * kStageBlocks; i += 32) {
+        const int r = i / kStageBlocks, j = i % kStageBlocks;
+        const int64_t b = int64_t(min(w.n0 + r, P.n_out - 1)) * p.d.n_blocks + kb0;
+        cp_async16(smem_addr(st + r * kCodeStride + j * 16), P.qs + b + j);
+      }
       for (int r = lane; r < kGroupRows; r += 32) {
         const int64_t b = int64_t(min(w.n0 + r, P.n_out - 1)) * p.d.n_blocks + kb0;
-        bulk_copy(st + r * kCodeStride, P.qs + b, kStageBlocks * 16, &full[s], policy);
-        bulk_copy(st + kCodeBytes + r * kScaleStride, P.d + b, kStageBlocks * 2, &full[s], policy);
+        cp_async16(smem_addr(st + kCodeBytes + r * kScaleStride), P.d + b);
       }
       uint4* xs = reinterpret_cast<uint4*>(st + kCodeBytes + kScaleBytes);
       const __half* x0 = p.d.x + kb0 * 32;

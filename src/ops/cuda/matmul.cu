@@ -197,8 +197,8 @@ const void* gemm_activations(CudaContext& ctx, const TensorView& x, bool bf16) {
 }
 
 int64_t graphed_gemm_rows() {
-  // 0 (off) until measured on a GPU (cuda_ops.h).
-  static const int64_t v = env_int("CERA_CUDA_GRAPH_GEMM_ROWS", 0, 0, kRowsMaxLimit);
+  // 256 (every serving batch) by default: measured in cuda_ops.h.
+  static const int64_t v = env_int("CERA_CUDA_GRAPH_GEMM_ROWS", kRowsMaxLimit, 0, kRowsMaxLimit);
   return v;
 }
 
