@@ -41,10 +41,12 @@ std::vector<std::vector<std::string>> table_rows(const std::string& out, bool wi
 // preemptions, steps, cached, hit %.
 constexpr size_t kRequests = 1, kGenerated = 2, kPreempt = 11, kCached = 13, kHitRate = 14, kColumns = 15;
 
-void expect_refused_without_output(const CliResult& r, const std::vector<std::string>& needles, const std::string& what) {
+void expect_refused_without_output(const CliResult& r, const std::vector<std::string>& needles,
+                                   const std::string& what) {
   EXPECT_NE(r.exit_code, 0) << what << ": " << r.err;
   EXPECT_EQ(r.signal, 0) << what;
-  for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << what << ": no '" << n << "' in: " << r.err;
+  for (const std::string& n : needles)
+    EXPECT_NE(r.err.find(n), std::string::npos) << what << ": no '" << n << "' in: " << r.err;
   EXPECT_TRUE(r.out.empty()) << what << ": " << r.out;
 }
 
@@ -146,34 +148,48 @@ TEST(CliBenchConcurrency, TheDecodeStepIsSetAgainstItsCeiling) {
   EXPECT_NE(plain.out.find("decode: 2 rows a step in "), std::string::npos) << plain.out;
   EXPECT_EQ(plain.out.find("a ceiling of"), std::string::npos) << plain.out;
   // --roofline-tflops belongs to the serving bench.
-  expect_refused_without_output(run_cera({"bench", "-m", stories_gguf().string(), "--roofline-tflops", "790"}),
-                 {"--roofline-tflops", "--concurrency"}, "--roofline-tflops alone");
+  expect_refused_without_output(
+      run_cera({"bench", "-m", stories_gguf().string(), "--roofline-tflops", "790"}),
+      {"--roofline-tflops", "--concurrency"}, "--roofline-tflops alone");
 }
 
 TEST(CliBenchConcurrency, BadValuesAreRefusedWithTheRangeInPlainNumbers) {
   const std::string model = stories_gguf().string();
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "0"}), {"--concurrency", "1", "65536", "got 0"},
-                 "--concurrency 0");
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "400", "--gen", "200", "-c", "512"}),
-                 {"--prompt 400 + --gen 200 = 600 tokens", "context of 512 tokens", "-c 512", "use -c 600"},
-                 "P + G over -c");
-  // -c 0: stories260K's training context (512) is the limit, and the message says where it came from.
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "400", "--gen", "200"}),
-                 {"600 tokens", "context of 512 tokens", "training context"}, "P + G over the training context");
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "0"}), {"--prompt", "1", "16777216"},
-                 "--prompt 0");
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "--gen", "0"}), {"--gen", "1", "16777216"},
-                 "--gen 0");
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "16", "--shared-prefix", "17"}),
-                 {"--shared-prefix 17", "--prompt 16", "at most 16"}, "--shared-prefix over --prompt");
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "16", "--gen", "8", "--kv-tokens", "10"}),
-                 {"--kv-tokens 10", "16 + --gen 8 = 24", "--kv-tokens 24 or more"}, "--kv-tokens below one request");
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "--kv-tokens", "-1"}),
-                 {"--kv-tokens", "0", "2147483647"}, "--kv-tokens -1");
+  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "0"}),
+                                {"--concurrency", "1", "65536", "got 0"}, "--concurrency 0");
+  expect_refused_without_output(
+      run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "400", "--gen", "200", "-c",
+                "512"}),
+      {"--prompt 400 + --gen 200 = 600 tokens", "context of 512 tokens", "-c 512", "use -c 600"},
+      "P + G over -c");
+  // -c 0: stories260K's training context (512) is the limit, and the message says where it came
+  // from.
+  expect_refused_without_output(
+      run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "400", "--gen", "200"}),
+      {"600 tokens", "context of 512 tokens", "training context"},
+      "P + G over the training context");
+  expect_refused_without_output(
+      run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt", "0"}),
+      {"--prompt", "1", "16777216"}, "--prompt 0");
+  expect_refused_without_output(
+      run_cera({"bench", "-m", model, "--concurrency", "2", "--gen", "0"}),
+      {"--gen", "1", "16777216"}, "--gen 0");
+  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt",
+                                          "16", "--shared-prefix", "17"}),
+                                {"--shared-prefix 17", "--prompt 16", "at most 16"},
+                                "--shared-prefix over --prompt");
+  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "--prompt",
+                                          "16", "--gen", "8", "--kv-tokens", "10"}),
+                                {"--kv-tokens 10", "16 + --gen 8 = 24", "--kv-tokens 24 or more"},
+                                "--kv-tokens below one request");
+  expect_refused_without_output(
+      run_cera({"bench", "-m", model, "--concurrency", "2", "--kv-tokens", "-1"}),
+      {"--kv-tokens", "0", "2147483647"}, "--kv-tokens -1");
   // The serving options need --concurrency; the single-sequence ones are refused beside it.
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--prompt", "16"}), {"--prompt", "--concurrency"}, "--prompt alone");
-  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "-p", "16"}), {"--n-prompt", "--concurrency"},
-                 "-p with --concurrency");
+  expect_refused_without_output(run_cera({"bench", "-m", model, "--prompt", "16"}),
+                                {"--prompt", "--concurrency"}, "--prompt alone");
+  expect_refused_without_output(run_cera({"bench", "-m", model, "--concurrency", "2", "-p", "16"}),
+                                {"--n-prompt", "--concurrency"}, "-p with --concurrency");
 }
 
 }  // namespace

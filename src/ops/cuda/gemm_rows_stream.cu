@@ -142,18 +142,16 @@ __device__ __forceinline__ void produce(const StreamParams& p, uint8_t* ring, ui
         header[s] = make_int2(item, j);
         mbar_arrive(&full[s]);
       }
-      // Weights by 16-byte cp.async, 8 lanes a row's 128 bytes of codes, then a lane a row's 16
-      // bytes of scales: as 256 bulk copies of 128 and 16 bytes a stage the copies were the bound
-      // (H100, 4096 x 6144 at 16 tokens: 84 us against the direct kernel's 21 us, DRAM at 7 %,
-      // ~100 cycles a copy). Rows past n_out re-read the last row: their products are never stored.
+      // Weights by 16-byte cp.async: 8 lanes a row's 128 bytes of codes, the first of them its 16
+      // bytes of scales too. As 256 bulk copies of 128 and 16 bytes a stage the copies were the
+      // bound (H100, 4096 x 6144 at 16 tokens: 84 us against the direct kernel's 21 us, DRAM at
+      // 7 %, ~100 cycles a copy). Rows past n_out re-read the last row: their products are never
+      // stored.
       for (int i = lane; i < kGroupRows * kStageBlocks; i += 32) {
         const int r = i / kStageBlocks, j = i % kStageBlocks;
         const int64_t b = int64_t(min(w.n0 + r, P.n_out - 1)) * p.d.n_blocks + kb0;
         cp_async16(smem_addr(st + r * kCodeStride + j * 16), P.qs + b + j);
-      }
-      for (int r = lane; r < kGroupRows; r += 32) {
-        const int64_t b = int64_t(min(w.n0 + r, P.n_out - 1)) * p.d.n_blocks + kb0;
-        cp_async16(smem_addr(st + kCodeBytes + r * kScaleStride), P.d + b);
+        if (j == 0) cp_async16(smem_addr(st + kCodeBytes + r * kScaleStride), P.d + b);
       }
       uint4* xs = reinterpret_cast<uint4*>(st + kCodeBytes + kScaleBytes);
       const __half* x0 = p.d.x + kb0 * 32;

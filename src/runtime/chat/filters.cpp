@@ -13,7 +13,6 @@
 namespace cera::runtime::chat {
 namespace {
 
-// The argument at `index` or named `name`, else `fallback`.
 Status type_error(std::string_view filter, const Value& input) {
   return invalid_argument("filter '" + std::string(filter) + "' cannot take a " +
                           input.type_name());
